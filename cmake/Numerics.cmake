@@ -1,0 +1,11 @@
+# Bits must not depend on the compiler's choice of instructions: no fast-math, no contraction of
+# a*b+c into an FMA (which rounds once instead of twice), no reassociation. Reductions are written
+# as explicit fixed lanes in the sources, so auto-vectorisation cannot change their order.
+add_compile_options(
+  "$<$<COMPILE_LANGUAGE:CXX>:-ffp-contract=off;-fno-fast-math;-Wall;-Wextra>"
+  "$<$<COMPILE_LANGUAGE:CUDA>:--fmad=false;-Xcompiler=-ffp-contract=off>")
+
+if(SAMEBITS_SANITIZE)
+  add_compile_options("$<$<COMPILE_LANGUAGE:CXX>:-fsanitize=address,undefined;-fno-omit-frame-pointer>")
+  add_link_options(-fsanitize=address,undefined)
+endif()

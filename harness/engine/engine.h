@@ -1,0 +1,114 @@
+// The serving engine: continuous batching under a token budget, chunked prefill, a prefix cache
+// over paged KV blocks, preemption by recompute, and a seeded sampler per request. One step() is
+// one flattened batch through the model. Every step is recorded (StepRecord) so that a schedule
+// can be replayed exactly.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "models/tiny_qwen/model.h"
+
+namespace samebits {
+
+struct SamplingParams {
+  float temperature = 0.f;  // 0 = greedy
+  int top_k = 0;            // 0 = off
+  float top_p = 1.f;        // 1 = off
+  uint64_t seed = 0;        // sampling draws are keyed by (seed, generated-token index)
+};
+
+struct RequestSpec {
+  uint64_t id = 0;
+  std::vector<int32_t> prompt;
+  SamplingParams sampling;
+  int max_new_tokens = 16;
+  bool stop_at_eos = true;
+  std::vector<std::vector<int32_t>> stop_sequences;
+  bool observe = false;  // report every generated token's logits to the StepObserver
+};
+
+enum class FinishReason { kRunning, kMaxTokens, kEos, kStopSequence, kRejected };
+const char* finish_reason_name(FinishReason r);
+
+struct RequestResult {
+  uint64_t id = 0;
+  std::vector<int32_t> tokens;  // generated tokens
+  FinishReason reason = FinishReason::kRunning;
+  std::string reject_reason;    // set when reason == kRejected
+  int preemptions = 0;
+  int prefix_hit_tokens = 0;    // tokens served from the prefix cache at (last) admission
+};
+
+struct EngineConfig {
+  int block_size = 16;
+  int num_blocks = 1024;
+  int max_tokens_per_step = 256;  // token budget of one step
+  int max_seqs = 64;              // running sequences at most
+  int max_chunk = 0;              // prefill chunk cap; 0 = whatever the budget leaves
+  bool prefix_cache = true;
+  ExecContext exec;
+};
+// Errors name the field and the value ("engine.block_size: 0 is not a positive integer").
+absl::Status validate_engine_config(const EngineConfig& config, const ModelConfig& model);
+
+// What one step did, enough to replay it.
+struct StepRecord {
+  struct Entry {
+    uint64_t request_id = 0;
+    int32_t start_position = 0;  // first position computed in this step
+    int32_t num_tokens = 0;
+    bool samples = false;        // this entry produced a token
+    std::vector<int32_t> blocks; // the request's block table after the step
+  };
+  int64_t index = 0;
+  std::vector<Entry> entries;
+  std::vector<uint64_t> preempted;  // preempted before this step ran
+  std::vector<uint64_t> admitted;   // newly admitted (or re-admitted) in this step
+};
+
+// Called for every generated token of a request with observe = true, in step order.
+using StepObserver = std::function<void(uint64_t request_id, int token_index, int32_t token,
+                                        std::span<const float> logits)>;
+
+struct EngineStats {
+  int64_t steps = 0;
+  int64_t tokens_computed = 0;     // prefill + decode tokens through the model
+  int64_t tokens_generated = 0;
+  int64_t prefix_hit_tokens = 0;
+  int64_t prefix_hit_requests = 0;
+  int64_t preemptions = 0;
+  int64_t rejected = 0;
+};
+
+class Engine {
+ public:
+  static absl::StatusOr<std::unique_ptr<Engine>> create(Model& model, const EngineConfig& config);
+  ~Engine();
+
+  // Queues a request. A request that can never run (prompt + max_new_tokens beyond the model's
+  // context, or more blocks than the cache has) finishes at once as kRejected with the reason.
+  void add_request(RequestSpec spec);
+  bool has_unfinished() const;
+  // Schedules and runs one step. With `forced`, runs exactly that schedule (replay) instead.
+  absl::StatusOr<StepRecord> step(const StepRecord* forced = nullptr);
+  // Results of requests finished since the last call.
+  std::vector<RequestResult> take_finished();
+
+  void set_observer(StepObserver observer);
+  const EngineStats& stats() const;
+  // Internal consistency (block reference counts, free list) for tests; empty when consistent.
+  std::string check_invariants() const;
+  int free_blocks() const;
+
+ private:
+  Engine();
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace samebits

@@ -1,0 +1,48 @@
+// A backend is a table of ops plus the memory functions they need. The model calls ops only
+// through this table: it never branches on backend or mode. Every entry returns a status instead
+// of crashing; argument errors name the op and the offending value.
+#pragma once
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "kernels/ops.h"
+
+namespace samebits {
+
+struct Backend {
+  std::string id;           // golden key: "cpu", "cuda-sm90"
+  std::string description;  // human-readable: device name, threads
+
+  // Memory. The CPU backend's "device" memory is host memory.
+  absl::StatusOr<void*> (*alloc)(size_t bytes);
+  void (*free)(void* ptr);
+  absl::Status (*upload)(void* dst, const void* src, size_t bytes);    // host -> backend
+  absl::Status (*download)(void* dst, const void* src, size_t bytes);  // backend -> host
+  absl::Status (*synchronize)(const ExecContext& ctx);
+
+  // Ops.
+  absl::Status (*linear)(const ExecContext&, const LinearArgs&);
+  absl::Status (*rmsnorm)(const ExecContext&, const RmsNormArgs&);
+  absl::Status (*rope)(const ExecContext&, const RopeArgs&);
+  absl::Status (*silu_mul)(const ExecContext&, const SiluMulArgs&);
+  absl::Status (*embedding)(const ExecContext&, const EmbeddingArgs&);
+  absl::Status (*kv_write)(const ExecContext&, const KvWriteArgs&);
+  absl::Status (*attention)(const ExecContext&, const AttentionArgs&);
+  absl::Status (*argmax)(const ExecContext&, const ArgmaxArgs&);
+  absl::Status (*sample)(const ExecContext&, const SampleArgs&);
+};
+
+// Always available.
+const Backend& cpu_backend();
+// nullptr when the build has no CUDA or the machine has no usable device; *why says which.
+const Backend* cuda_backend(std::string* why = nullptr);
+// "cpu" or "cuda"; nullptr with *why on an unknown name or an unavailable backend.
+const Backend* find_backend(const std::string& name, std::string* why);
+
+// Bumped whenever any kernel's arithmetic changes; goldens depend on it.
+inline constexpr int kKernelSetVersion = 1;
+
+}  // namespace samebits

@@ -1,0 +1,135 @@
+// Arguments of every op. Pointers are backend memory (host memory for the CPU backend, device
+// memory for CUDA). All tensors are dense, row-major, with the shapes given in the comments.
+// Every op takes the mode through the ExecContext; plans come from kernels/plan.h.
+#pragma once
+#include <cstdint>
+
+#include "kernels/bf16.h"
+#include "kernels/mode.h"
+#include "kernels/plan.h"
+
+namespace samebits {
+
+struct ExecContext {
+  Mode mode = Mode::kInvariant;
+  int parallel_units = kDefaultParallelUnits;  // what default-mode planners size their splits for
+  int num_threads = 0;                         // CPU backend: 0 = OpenMP's default
+  void* stream = nullptr;                      // CUDA backend: cudaStream_t (nullptr = default stream)
+};
+
+// y[M,N] = x[M,K] · w[N,K]^T (+ bias[N]). Exactly one of y (bf16) and y_f32 is non-null.
+struct LinearArgs {
+  const bf16* x = nullptr;
+  const bf16* w = nullptr;
+  const bf16* bias = nullptr;  // optional (Qwen2 q/k/v)
+  int64_t M = 0, N = 0, K = 0;
+  bf16* y = nullptr;
+  float* y_f32 = nullptr;
+};
+
+// y = rmsnorm(x (+ residual)) * weight over rows of length dim.
+// With residual != nullptr the op first forms h = bf16(x + residual), stores h into residual
+// (the new residual stream), then normalises h. As HF: y = bf16(bf16(h * rsqrt(mean(h^2)+eps)) * w).
+struct RmsNormArgs {
+  const bf16* x = nullptr;       // [rows, dim]
+  bf16* residual = nullptr;      // [rows, dim], optional, in/out
+  const bf16* weight = nullptr;  // [dim]
+  int64_t rows = 0, dim = 0;
+  float eps = 1e-6f;
+  bf16* y = nullptr;             // [rows, dim]; may alias x
+};
+
+// Rotary embedding (NeoX / HF rotate_half layout), in place on q and k.
+// table: [max_position, head_dim] fp32, first head_dim/2 entries cos, next head_dim/2 sin.
+struct RopeArgs {
+  bf16* q = nullptr;  // [T, num_q_heads, head_dim]
+  bf16* k = nullptr;  // [T, num_kv_heads, head_dim]
+  const int32_t* positions = nullptr;  // [T]
+  int64_t T = 0;
+  int num_q_heads = 0, num_kv_heads = 0, head_dim = 0;
+  const float* table = nullptr;
+  int64_t max_position = 0;
+};
+
+// y[T,F] = silu(gate[T,F]) * up[T,F]
+struct SiluMulArgs {
+  const bf16* gate = nullptr;
+  const bf16* up = nullptr;
+  int64_t T = 0, F = 0;
+  bf16* y = nullptr;
+};
+
+// y[T,dim] = table[ids[T], :]
+struct EmbeddingArgs {
+  const int32_t* ids = nullptr;
+  int64_t T = 0;
+  const bf16* table = nullptr;  // [vocab, dim]
+  int64_t vocab = 0, dim = 0;
+  bf16* y = nullptr;
+};
+
+// Paged KV cache: k_cache/v_cache [num_blocks, block_size, num_kv_heads, head_dim].
+// Token t is written to slot slot_mapping[t] = block * block_size + offset; slot -1 skips it.
+struct KvWriteArgs {
+  const bf16* k = nullptr;  // [T, num_kv_heads, head_dim]
+  const bf16* v = nullptr;
+  const int64_t* slot_mapping = nullptr;  // [T]
+  int64_t T = 0;
+  int num_kv_heads = 0, head_dim = 0;
+  bf16* k_cache = nullptr;
+  bf16* v_cache = nullptr;
+  int64_t num_slots = 0;  // num_blocks * block_size, for bounds checks
+};
+
+// Causal paged attention over a varlen batch: sequence s owns query tokens
+// [query_start[s], query_start[s+1]); its context (cached + new keys) has context_lens[s] keys, so
+// its i-th query of q_len sits at absolute position context_lens[s] - q_len + i and sees keys
+// [0, position]. Keys and values are read through block_tables[s * max_blocks_per_seq + j]
+// (physical block of logical block j). The step's own K/V have already been written to the cache;
+// k_new/v_new hold them too, for plans with separate_new_keys. GQA: q head h uses kv head
+// h / (num_q_heads / num_kv_heads).
+struct AttentionArgs {
+  const bf16* q = nullptr;      // [T, num_q_heads, head_dim]
+  const bf16* k_new = nullptr;  // [T, num_kv_heads, head_dim]
+  const bf16* v_new = nullptr;
+  const bf16* k_cache = nullptr;
+  const bf16* v_cache = nullptr;
+  const int32_t* query_start = nullptr;   // [num_seqs + 1]
+  const int32_t* context_lens = nullptr;  // [num_seqs]
+  const int32_t* block_tables = nullptr;  // [num_seqs, max_blocks_per_seq]
+  int num_seqs = 0;
+  int max_blocks_per_seq = 0;
+  int64_t T = 0;
+  int num_q_heads = 0, num_kv_heads = 0, head_dim = 0;
+  int block_size = 0;
+  float scale = 0.f;  // usually 1/sqrt(head_dim)
+  AttentionPlan plan;
+  bf16* out = nullptr;  // [T, num_q_heads, head_dim]
+};
+
+// out[r] = the lowest id among the maxima of logits[r, :] (NaN never wins).
+struct ArgmaxArgs {
+  const float* logits = nullptr;  // [rows, vocab]
+  int64_t rows = 0, vocab = 0;
+  int32_t* out = nullptr;  // [rows]
+};
+
+// Per-row sampling parameters. temperature == 0 means greedy (argmax).
+struct SamplingRow {
+  float temperature = 0.f;
+  int32_t top_k = 0;    // 0 = all
+  float top_p = 1.f;    // 1 = all
+  double uniform = 0.;  // in [0,1): sampling_uniform(seed, step), computed on the host
+};
+
+// Seeded sampling: candidates ordered by (logit desc, id asc); top-k, then softmax(logit/T) over
+// the kept ones summed in that order, then top-p (smallest prefix whose mass >= top_p), then the
+// first candidate whose cumulative mass exceeds uniform * kept mass.
+struct SampleArgs {
+  const float* logits = nullptr;  // [rows, vocab]
+  int64_t rows = 0, vocab = 0;
+  const SamplingRow* params = nullptr;  // [rows], host memory on every backend
+  int32_t* out = nullptr;               // [rows]
+};
+
+}  // namespace samebits

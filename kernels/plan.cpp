@@ -1,0 +1,102 @@
+#include "kernels/plan.h"
+
+#include <algorithm>
+#include <cstdio>
+
+namespace samebits {
+namespace {
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+int64_t floor_pow2(int64_t x) {
+  int64_t p = 1;
+  while (p * 2 <= x) p *= 2;
+  return p;
+}
+
+}  // namespace
+
+std::string MatmulPlan::describe() const {
+  char buf[96];
+  std::snprintf(buf, sizeof buf, "matmul{tile_m=%d tile_n=%d split_k=%d}", tile_m, tile_n, split_k);
+  return buf;
+}
+
+std::string RowReducePlan::describe() const { return "row_reduce{parts=" + std::to_string(parts) + "}"; }
+
+std::string AttentionPlan::describe() const {
+  char buf[128];
+  if (kind == Kind::kSplitCount) {
+    std::snprintf(buf, sizeof buf, "attention{split_count=%d separate_new_keys=%d}", split_count,
+                  int(separate_new_keys));
+  } else {
+    std::snprintf(buf, sizeof buf, "attention{split_size=%d}", split_size);
+  }
+  return buf;
+}
+
+MatmulPlan plan_matmul(Mode mode, int64_t M, int64_t N, int64_t K, int parallel_units) {
+  MatmulPlan plan;
+  plan.tile_n = 64;
+  if (mode == Mode::kInvariant) {
+    plan.tile_m = 64;  // one tile configuration for every M
+    plan.split_k = 1;
+    return plan;
+  }
+  // Default: the tile follows the M bucket, and when the tiles cannot fill the machine the K
+  // dimension is split to make more work items (as cuBLAS does for small M). Parts hold at least
+  // 32 values of K.
+  plan.tile_m = M <= 8 ? 8 : M <= 32 ? 32 : M <= 128 ? 64 : 128;
+  int64_t tiles = ceil_div(M, plan.tile_m) * ceil_div(N, plan.tile_n);
+  int64_t want = std::max<int64_t>(1, parallel_units / std::max<int64_t>(1, tiles));
+  int64_t max_parts = std::max<int64_t>(1, K / 32);
+  plan.split_k = int(std::min(floor_pow2(want), floor_pow2(max_parts)));
+  return plan;
+}
+
+RowReducePlan plan_row_reduce(Mode mode, int64_t rows, int64_t dim, int parallel_units) {
+  RowReducePlan plan;
+  if (mode == Mode::kInvariant) return plan;  // one row per worker, one order
+  int64_t want = std::max<int64_t>(1, parallel_units / std::max<int64_t>(1, rows));
+  int64_t max_parts = std::max<int64_t>(1, dim / 32);
+  plan.parts = int(std::min(floor_pow2(want), floor_pow2(max_parts)));
+  return plan;
+}
+
+AttentionPlan plan_attention(Mode mode, int num_seqs, int num_kv_heads, int64_t max_context,
+                             int parallel_units) {
+  AttentionPlan plan;
+  if (mode == Mode::kInvariant) {
+    plan.kind = AttentionPlan::Kind::kFixedSplitSize;
+    plan.split_size = kInvariantAttentionSplit;
+    plan.separate_new_keys = false;
+    return plan;
+  }
+  // FlashDecoding-style: enough splits to fill the machine, each of at least 32 keys.
+  plan.kind = AttentionPlan::Kind::kSplitCount;
+  int64_t work = std::max<int64_t>(1, int64_t(num_seqs) * num_kv_heads);
+  int64_t want = std::max<int64_t>(1, parallel_units / work);
+  int64_t max_splits = std::max<int64_t>(1, ceil_div(max_context, 32));
+  plan.split_count = int(std::min(want, max_splits));
+  plan.separate_new_keys = true;
+  return plan;
+}
+
+int num_splits(const AttentionPlan& plan, int64_t visible) {
+  if (visible <= 0) return 0;
+  if (plan.kind == AttentionPlan::Kind::kFixedSplitSize) return int(ceil_div(visible, plan.split_size));
+  return int(std::min<int64_t>(plan.split_count, visible));
+}
+
+KeyRange split_range(const AttentionPlan& plan, int64_t visible, int index) {
+  if (plan.kind == AttentionPlan::Kind::kFixedSplitSize) {
+    int64_t b = int64_t(index) * plan.split_size;
+    return {b, std::min<int64_t>(visible, b + plan.split_size)};
+  }
+  int n = num_splits(plan, visible);
+  int64_t chunk = ceil_div(visible, n);
+  int64_t b = std::min<int64_t>(visible, int64_t(index) * chunk);
+  return {b, std::min<int64_t>(visible, b + chunk)};
+}
+
+}  // namespace samebits

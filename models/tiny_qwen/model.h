@@ -1,0 +1,54 @@
+// The forward pass of a Qwen3-style decoder over one flattened batch (prefill chunks and decodes
+// mixed), every op through one backend's table in one mode. The paged KV cache lives here; which
+// blocks each sequence owns is the engine's business (harness/engine).
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "kernels/backend.h"
+#include "models/tiny_qwen/config.h"
+#include "models/tiny_qwen/weights.h"
+
+namespace samebits {
+
+struct KvCacheShape {
+  int num_blocks = 0;
+  int block_size = 0;
+};
+
+// One step's batch, flattened. Sequence s owns tokens [query_start[s], query_start[s+1]);
+// context_lens[s] = tokens of s in the cache after this step (cached prefix + these tokens).
+struct ForwardBatch {
+  std::vector<int32_t> tokens;        // [T]
+  std::vector<int32_t> positions;     // [T] absolute positions
+  std::vector<int64_t> slot_mapping;  // [T] block * block_size + offset
+  std::vector<int32_t> query_start;   // [S+1]
+  std::vector<int32_t> context_lens;  // [S]
+  std::vector<int32_t> block_tables;  // [S * max_blocks_per_seq], unused entries 0
+  int max_blocks_per_seq = 0;
+  std::vector<int32_t> logit_rows;    // token indices whose logits are wanted, in output order
+};
+
+class Model {
+ public:
+  static absl::StatusOr<std::unique_ptr<Model>> create(const Backend& backend, const ModelConfig& config,
+                                                       const HostWeights& weights, KvCacheShape kv);
+  ~Model();
+
+  // logits: resized to logit_rows.size() * vocab_size, fp32, row-major.
+  absl::Status forward(const ExecContext& ctx, const ForwardBatch& batch, std::vector<float>* logits);
+
+  const ModelConfig& config() const;
+  const Backend& backend() const;
+  KvCacheShape kv_shape() const;
+  uint64_t weights_digest() const;
+
+ private:
+  Model();
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace samebits

@@ -1,0 +1,40 @@
+// Host-side weights in the engine's dtype (bf16), keyed by Hugging Face tensor names:
+//   model.embed_tokens.weight, model.norm.weight, lm_head.weight (absent when tied),
+//   model.layers.{i}.input_layernorm.weight, .post_attention_layernorm.weight,
+//   model.layers.{i}.self_attn.{q,k,v,o}_proj.weight, .{q,k,v}_proj.bias (Qwen2),
+//   model.layers.{i}.self_attn.{q,k}_norm.weight (Qwen3),
+//   model.layers.{i}.mlp.{gate,up,down}_proj.weight.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "kernels/bf16.h"
+#include "models/tiny_qwen/config.h"
+
+namespace samebits {
+
+struct HostTensor {
+  std::vector<int64_t> shape;
+  std::vector<bf16> data;
+};
+
+struct HostWeights {
+  std::map<std::string, HostTensor> tensors;
+  // XXH3-64 over (name, shape, bf16 bytes little-endian) of every tensor in name order.
+  uint64_t digest() const;
+};
+
+// The tensor names and shapes a configuration requires.
+std::map<std::string, std::vector<int64_t>> expected_tensor_shapes(const ModelConfig& config);
+
+// Seeded synthetic weights: value = f(seed, tensor name, index) through a counter-based generator,
+// identical on every platform and backend. Norm weights are near 1, projections scaled by
+// 1/sqrt(fan_in).
+HostWeights synthetic_weights(const ModelConfig& config, uint64_t seed);
+float synthetic_weight_value(uint64_t seed, const std::string& tensor_name, int64_t index,
+                             float scale, float offset);
+
+}  // namespace samebits
