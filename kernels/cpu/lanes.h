@@ -1,0 +1,84 @@
+// Fixed-lane reductions shared by every CPU kernel (linear, rmsnorm, attention).
+//
+// Order, identical for every n, every vector ISA and every caller: lane l (0..15) accumulates the
+// products of k = l, l+16, l+32, ... in increasing k, starting from +0.0f, one rounded multiply
+// then one rounded add per term (no FMA: -ffp-contract=off). The 16 lanes are then combined in a
+// fixed pairwise tree: ((l0+l1)+(l2+l3)) + ((l4+l5)+(l6+l7)) + ... A tail shorter than 16 follows
+// the same lane rule (k mod 16), so there is no tail-specific order.
+//
+// A range [begin, begin+n) whose begin is a multiple of 16 reduced with these routines gives each
+// element the same lane it has in the whole row; split-K parts rely on this.
+#pragma once
+#include <cstdint>
+
+#include "kernels/bf16.h"
+#include "kernels/plan.h"
+
+namespace samebits::cpu {
+
+inline constexpr int kLanes = kReductionLanes;
+static_assert(kLanes == 16, "combine_lanes spells out a 16-lane tree");
+
+inline float widen(float v) { return v; }
+inline float widen(bf16 v) { return to_float(v); }
+
+// The fixed pairwise tree over 16 lane sums.
+inline float combine_lanes(const float* lanes) {
+  float t8[8], t4[4];
+  for (int i = 0; i < 8; ++i) t8[i] = lanes[2 * i] + lanes[2 * i + 1];
+  for (int i = 0; i < 4; ++i) t4[i] = t8[2 * i] + t8[2 * i + 1];
+  return (t4[0] + t4[1]) + (t4[2] + t4[3]);
+}
+
+// acc[l] += a[k] * b[k] for every k ≡ l (mod 16) in [0, n), in increasing k. Callers that reduce
+// several ranges into the same acc continue the lane sequence (n a multiple of 16 except last).
+template <typename A, typename B>
+inline void accumulate_dot_lanes(float* acc, const A* a, const B* b, int64_t n) {
+  int64_t k = 0;
+  for (; k + kLanes <= n; k += kLanes) {
+#pragma omp simd
+    for (int l = 0; l < kLanes; ++l) acc[l] += widen(a[k + l]) * widen(b[k + l]);
+  }
+  for (int l = 0; k + l < n; ++l) acc[l] += widen(a[k + l]) * widen(b[k + l]);
+}
+
+// sum_k a[k] * b[k] over [0, n) in the fixed lane order.
+inline float dot_lanes(const float* a, const bf16* b, int64_t n) {
+  float acc[kLanes] = {};
+  accumulate_dot_lanes(acc, a, b, n);
+  return combine_lanes(acc);
+}
+inline float dot_lanes(const float* a, const float* b, int64_t n) {
+  float acc[kLanes] = {};
+  accumulate_dot_lanes(acc, a, b, n);
+  return combine_lanes(acc);
+}
+inline float dot_lanes(const bf16* a, const bf16* b, int64_t n) {
+  float acc[kLanes] = {};
+  accumulate_dot_lanes(acc, a, b, n);
+  return combine_lanes(acc);
+}
+
+// sum_k a[k]^2 over [0, n) in the fixed lane order (a dot product of a with itself).
+inline float sum_squares_lanes(const float* a, int64_t n) { return dot_lanes(a, a, n); }
+
+// sum_k a[k] over [0, n) in the fixed lane order.
+inline float sum_lanes(const float* a, int64_t n) {
+  float acc[kLanes] = {};
+  int64_t k = 0;
+  for (; k + kLanes <= n; k += kLanes) {
+#pragma omp simd
+    for (int l = 0; l < kLanes; ++l) acc[l] += a[k + l];
+  }
+  for (int l = 0; k + l < n; ++l) acc[l] += a[k + l];
+  return combine_lanes(acc);
+}
+
+// Length of each contiguous part when [0, n) is cut into `parts` parts: ceil(n / parts) rounded
+// up to a multiple of 16, so every part begins on a lane boundary. Trailing parts may be empty.
+inline int64_t lane_part_size(int64_t n, int parts) {
+  int64_t per = (n + parts - 1) / parts;
+  return (per + kLanes - 1) / kLanes * kLanes;
+}
+
+}  // namespace samebits::cpu
