@@ -102,6 +102,7 @@ struct AttentionArgs {
   int64_t T = 0;
   int num_q_heads = 0, num_kv_heads = 0, head_dim = 0;
   int block_size = 0;
+  int64_t num_blocks = 0;  // blocks in k_cache/v_cache: block table entries lie in [0, num_blocks)
   float scale = 0.f;  // usually 1/sqrt(head_dim)
   AttentionPlan plan;
   bf16* out = nullptr;  // [T, num_q_heads, head_dim]
