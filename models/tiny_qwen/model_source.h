@@ -1,0 +1,35 @@
+// Where a run's model comes from. One spec string names it:
+//   "builtin"                     the trained tiny Qwen3 checkpoint shipped in models/tiny_qwen/checkpoint/
+//   "synthetic:<config>[:<seed>]" builtin_config(<config>) with seeded synthetic_weights (seed 0 if absent)
+//   anything else                 a directory holding a Hugging Face checkpoint (config.json +
+//                                 model.safetensors or model.safetensors.index.json)
+// The prompt format of the builtin checkpoint is documented in models/tiny_qwen/README.md:
+// BOS, then the bytes of the question followed by one '\n' (kTinyQwenFeynmanPrompt).
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "models/tiny_qwen/config.h"
+#include "models/tiny_qwen/weights.h"
+
+namespace samebits {
+
+inline constexpr char kBuiltinModelSpec[] = "builtin";
+// The Feynman question exactly as the builtin checkpoint was trained to see it (after BOS).
+inline constexpr char kTinyQwenFeynmanPrompt[] = "Tell me about Richard Feynman.\n";
+
+struct ModelSource {
+  ModelConfig config;
+  HostWeights weights;
+  std::string description;      // one line for reports: "builtin tiny Qwen3 (models/tiny_qwen/checkpoint)"
+  uint64_t weights_digest = 0;  // weights.digest()
+};
+
+// Errors name the spec and what is wrong with it (unknown config, bad seed, unreadable checkpoint).
+absl::StatusOr<ModelSource> resolve_model(const std::string& spec);
+
+// Absolute path of the shipped checkpoint directory (compile-time SAMEBITS_TINY_QWEN_DIR/checkpoint).
+std::string builtin_checkpoint_dir();
+
+}  // namespace samebits
