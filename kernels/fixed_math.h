@@ -1,6 +1,8 @@
 // The project's own math functions. glibc picks different exp/sin code paths by CPU feature and
 // version; a golden digest must not depend on the machine that computed it. Everything here is
-// built from +, -, *, / and sqrt (all correctly rounded in IEEE arithmetic) in a fixed order.
+// built from +, -, *, / and sqrt (all correctly rounded in IEEE arithmetic) and bit manipulation,
+// in a fixed order, with no contraction into FMA (-ffp-contract=off, nvcc --fmad=false).
+// fixed_expf is defined here, inline and host/device, so the CPU and CUDA backends run the same code.
 #pragma once
 #include <cstdint>
 #include <vector>
@@ -9,18 +11,53 @@
 
 namespace samebits {
 
-// exp(x) in fp32 from a fixed range reduction and polynomial; |rel err| < 2 ulp on [-87, 88].
-float fixed_expf(float x);
-// Double-precision helpers used only for tables computed once (rope).
+namespace fixed_math_detail {
+// 2^n as a float for n in [-126, 127] (a normal power of two, built from its exponent bits).
+SAMEBITS_HD float pow2f(int n) { return bits_float(uint32_t(n + 127) << 23); }
+}  // namespace fixed_math_detail
+
+// exp(x) in fp32; |err| < 2 ulp wherever the result is a normal float, exact inf above
+// ln(FLT_MAX), +0 far below the smallest subnormal, NaN for NaN.
+// Cody-Waite range reduction x = n*ln2 + r (ln2 split in a 16-bit head, so n*ln2_hi is exact, and
+// a tail), |r| <= ~0.347; exp(r) by its degree-7 Taylor polynomial in Horner form (truncation
+// error < 6e-9 relative); then multiplication by 2^n from exponent bits, in two exact-or-once-
+// rounded steps so that overflow and subnormal results round once.
+SAMEBITS_HD float fixed_expf(float x) {
+  using fixed_math_detail::pow2f;
+  if (x != x) return x;                                   // NaN
+  if (x > 88.72283935546875f) return bits_float(0x7f800000u);  // beyond ln(FLT_MAX): +inf
+  if (x < -103.972084045410156f) return 0.0f;             // below ln(min subnormal / 2): +0
+  const float kLog2e = 1.44269502162933349609375f;
+  const float kLn2Hi = 0.693145751953125f;                // 0x3f317200: 16 significant bits
+  const float kLn2Lo = 1.428606765330187045e-06f;         // ln2 - kLn2Hi
+  float t = x * kLog2e;
+  int n = int(t + (t >= 0.0f ? 0.5f : -0.5f));            // round half away from zero
+  float nf = float(n);
+  float r = (x - nf * kLn2Hi) - nf * kLn2Lo;
+  float p = 1.0f / 5040.0f;
+  p = p * r + 1.0f / 720.0f;
+  p = p * r + 1.0f / 120.0f;
+  p = p * r + 1.0f / 24.0f;
+  p = p * r + 1.0f / 6.0f;
+  p = p * r + 0.5f;
+  p = p * r + 1.0f;
+  p = p * r + 1.0f;
+  if (n > 127) return (p * pow2f(127)) * pow2f(n - 127);   // may overflow to inf: one rounding
+  if (n < -126) return (p * pow2f(-126)) * pow2f(n + 126); // exact, then one subnormal rounding
+  return p * pow2f(n);
+}
+
+// Double-precision helpers used only for tables computed once (rope); ~1e-15 relative accuracy.
 double fixed_exp(double x);
-double fixed_log(double x);
-void fixed_sincos(double x, double* s, double* c);
+double fixed_log(double x);                      // NaN for x < 0, -inf for 0
+void fixed_sincos(double x, double* s, double* c);  // range reduction by pi/2 (covers 2*pi)
 
 // Rope table [max_position, head_dim]: cos(p * inv_freq[i]) for i < head_dim/2, then sin.
-// inv_freq[i] = theta^(-2i/head_dim), as HF computes it.
+// inv_freq[i] = theta^(-2i/head_dim), as HF computes it. Empty for non-positive or odd sizes.
 std::vector<float> make_rope_table(double theta, int head_dim, int64_t max_position);
 
 // Uniform in [0,1) keyed by (seed, step) only: counter-based, never by batch row or call order.
+// XXH3_64bits_withSeed over the 8 little-endian bytes of step; top 53 bits / 2^53.
 double sampling_uniform(uint64_t seed, uint64_t step);
 
 }  // namespace samebits

@@ -1,0 +1,79 @@
+// rmsnorm (also the per-head q/k norm: rows = T * heads, dim = head_dim), optionally fused with the
+// residual add: h = bf16(x + residual) is stored into residual, else h = x;
+// y = bf16(bf16(h * inv) * weight), inv = 1 / sqrt(sum(h^2) / dim + eps), as HF (normalise in
+// fp32, cast to bf16, multiply by the bf16 weight).
+//
+// Invariant mode (plan_row_reduce(kInvariant): parts = 1): each row's sum of squares is one
+// 16-lane fixed reduction (kernels/cpu/lanes.h) over the whole row; threads take whole rows.
+// Default mode (plan_row_reduce(kDefault, rows, dim, parallel_units)): the row is cut into `parts`
+// contiguous parts of round_up(ceil(dim / parts), 16) values, each reduced with the same 16-lane
+// routine, the part sums added in part order (part 0 first). parts grows as rows shrink (a GPU
+// splits a row across workers when rows are few), so a row's bits follow the batch size.
+// Everything else is pointwise and identical in both modes.
+#include <cmath>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "kernels/cpu/cpu_ops.h"
+#include "kernels/cpu/lanes.h"
+#include "kernels/cpu/threading.h"
+
+namespace samebits {
+namespace {
+
+absl::Status validate(const RmsNormArgs& a) {
+  if (a.x == nullptr) return absl::InvalidArgumentError("rmsnorm: x is null");
+  if (a.weight == nullptr) return absl::InvalidArgumentError("rmsnorm: weight is null");
+  if (a.y == nullptr) return absl::InvalidArgumentError("rmsnorm: y is null");
+  if (a.rows <= 0) {
+    return absl::InvalidArgumentError(absl::StrCat("rmsnorm: rows must be positive, got ", a.rows));
+  }
+  if (a.dim <= 0) {
+    return absl::InvalidArgumentError(absl::StrCat("rmsnorm: dim must be positive, got ", a.dim));
+  }
+  if (!(a.eps >= 0.0f) || a.eps - a.eps != 0.0f) {
+    return absl::InvalidArgumentError(absl::StrCat("rmsnorm: eps must be finite and >= 0, got ", a.eps));
+  }
+  if (a.residual != nullptr && static_cast<const void*>(a.residual) == static_cast<const void*>(a.x)) {
+    return absl::InvalidArgumentError("rmsnorm: residual must not alias x");
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status cpu_rmsnorm(const ExecContext& ctx, const RmsNormArgs& a) {
+  if (absl::Status s = validate(a); !s.ok()) return s;
+  const int64_t dim = a.dim;
+  const RowReducePlan plan = plan_row_reduce(ctx.mode, a.rows, dim, ctx.parallel_units);
+  const int64_t part_len = cpu::lane_part_size(dim, plan.parts < 1 ? 1 : plan.parts);
+
+  cpu::parallel_for(ctx, a.rows, [&](int64_t r) {
+    // h in fp32, per thread (y may alias x, so h is read in full before y is written).
+    thread_local std::vector<float> h_buffer;
+    if (int64_t(h_buffer.size()) < dim) h_buffer.resize(dim);
+    float* h = h_buffer.data();
+    const bf16* x = a.x + r * dim;
+    if (a.residual != nullptr) {
+      bf16* res = a.residual + r * dim;
+      for (int64_t i = 0; i < dim; ++i) {
+        bf16 sum = to_bf16(to_float(x[i]) + to_float(res[i]));
+        res[i] = sum;
+        h[i] = to_float(sum);
+      }
+    } else {
+      for (int64_t i = 0; i < dim; ++i) h[i] = to_float(x[i]);
+    }
+    float ss = 0.0f;
+    for (int64_t k0 = 0; k0 < dim; k0 += part_len) {
+      float part = cpu::sum_squares_lanes(h + k0, std::min(part_len, dim - k0));
+      ss = k0 == 0 ? part : ss + part;
+    }
+    const float inv = 1.0f / std::sqrt(ss / float(dim) + a.eps);
+    bf16* y = a.y + r * dim;
+    for (int64_t i = 0; i < dim; ++i) y[i] = to_bf16(round_bf16(h[i] * inv) * to_float(a.weight[i]));
+  }, dim, 1 << 14);
+  return absl::OkStatus();
+}
+
+}  // namespace samebits
