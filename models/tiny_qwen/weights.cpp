@@ -1,0 +1,138 @@
+// Tensor names and shapes per configuration, seeded synthetic weights, and the weights digest.
+//
+// Synthetic values are counter-based: tensor_key = XXH3_64bits_withSeed(name bytes, seed); the
+// value at flat index i takes the splitmix64 output at counter i of the stream keyed by
+// tensor_key, i.e. mix(tensor_key + (i + 1) * 0x9E3779B97F4A7C15). Its top 24 bits give
+// u in [-1, 1) exactly representable in fp32; value = bf16(offset + scale * u) in fp32 arithmetic.
+// Integer math and two correctly rounded fp32 operations: identical on every platform and easy to
+// reproduce on a device.
+#include "models/tiny_qwen/weights.h"
+
+#include <bit>
+#include <cmath>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "xxhash.h"
+
+namespace samebits {
+namespace {
+
+static_assert(std::endian::native == std::endian::little, "digests hash little-endian bytes as stored");
+
+uint64_t tensor_key(uint64_t seed, const std::string& name) {
+  return XXH3_64bits_withSeed(name.data(), name.size(), seed);
+}
+
+uint64_t splitmix_at(uint64_t key, uint64_t counter) {
+  uint64_t z = key + (counter + 1) * 0x9E3779B97F4A7C15ull;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+float value_from_bits(uint64_t bits, float scale, float offset) {
+  // Top 24 bits as a signed integer in [-2^23, 2^23), divided by 2^23: exact in fp32.
+  float u = float(int32_t(bits >> 40) - (1 << 23)) / float(1 << 23);
+  float scaled = scale * u;
+  return round_bf16(offset + scaled);
+}
+
+struct Fill {
+  float scale = 0.f;
+  float offset = 0.f;
+};
+
+// How each kind of tensor is filled: norm weights near 1, biases small, matrices scaled by
+// 1/sqrt(fan_in) (the last dimension), embeddings so that tied logits have a spread of a few units.
+Fill fill_for(const std::string& name, const std::vector<int64_t>& shape, const ModelConfig& config) {
+  auto ends_with = [&](std::string_view suffix) {
+    return name.size() >= suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
+  };
+  if (ends_with("norm.weight") || ends_with("layernorm.weight")) return {0.1f, 1.0f};
+  if (ends_with(".bias")) return {0.1f, 0.0f};
+  if (name == "model.embed_tokens.weight" || name == "lm_head.weight") {
+    return {float(4.0 / std::sqrt(double(config.hidden_size))), 0.0f};
+  }
+  return {float(1.0 / std::sqrt(double(shape.back()))), 0.0f};
+}
+
+int64_t numel(const std::vector<int64_t>& shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+}  // namespace
+
+uint64_t HostWeights::digest() const {
+  XXH3_state_t* state = XXH3_createState();
+  XXH3_64bits_reset(state);
+  for (const auto& [name, tensor] : tensors) {  // std::map: name order
+    uint64_t name_len = name.size();
+    XXH3_64bits_update(state, &name_len, sizeof name_len);
+    XXH3_64bits_update(state, name.data(), name.size());
+    uint64_t rank = tensor.shape.size();
+    XXH3_64bits_update(state, &rank, sizeof rank);
+    XXH3_64bits_update(state, tensor.shape.data(), tensor.shape.size() * sizeof(int64_t));
+    XXH3_64bits_update(state, tensor.data.data(), tensor.data.size() * sizeof(bf16));
+  }
+  uint64_t h = XXH3_64bits_digest(state);
+  XXH3_freeState(state);
+  return h;
+}
+
+std::map<std::string, std::vector<int64_t>> expected_tensor_shapes(const ModelConfig& c) {
+  std::map<std::string, std::vector<int64_t>> shapes;
+  const int64_t H = c.hidden_size, I = c.intermediate_size, V = c.vocab_size;
+  const int64_t q_dim = int64_t(c.num_heads) * c.head_dim, kv_dim = int64_t(c.num_kv_heads) * c.head_dim;
+  shapes["model.embed_tokens.weight"] = {V, H};
+  shapes["model.norm.weight"] = {H};
+  if (!c.tie_word_embeddings) shapes["lm_head.weight"] = {V, H};
+  for (int i = 0; i < c.num_layers; ++i) {
+    const std::string p = absl::StrCat("model.layers.", i, ".");
+    shapes[p + "input_layernorm.weight"] = {H};
+    shapes[p + "post_attention_layernorm.weight"] = {H};
+    shapes[p + "self_attn.q_proj.weight"] = {q_dim, H};
+    shapes[p + "self_attn.k_proj.weight"] = {kv_dim, H};
+    shapes[p + "self_attn.v_proj.weight"] = {kv_dim, H};
+    shapes[p + "self_attn.o_proj.weight"] = {H, q_dim};
+    if (c.attention_bias) {
+      shapes[p + "self_attn.q_proj.bias"] = {q_dim};
+      shapes[p + "self_attn.k_proj.bias"] = {kv_dim};
+      shapes[p + "self_attn.v_proj.bias"] = {kv_dim};
+    }
+    if (c.qk_norm) {
+      shapes[p + "self_attn.q_norm.weight"] = {c.head_dim};
+      shapes[p + "self_attn.k_norm.weight"] = {c.head_dim};
+    }
+    shapes[p + "mlp.gate_proj.weight"] = {I, H};
+    shapes[p + "mlp.up_proj.weight"] = {I, H};
+    shapes[p + "mlp.down_proj.weight"] = {H, I};
+  }
+  return shapes;
+}
+
+float synthetic_weight_value(uint64_t seed, const std::string& tensor_name, int64_t index, float scale,
+                             float offset) {
+  return value_from_bits(splitmix_at(tensor_key(seed, tensor_name), uint64_t(index)), scale, offset);
+}
+
+HostWeights synthetic_weights(const ModelConfig& config, uint64_t seed) {
+  HostWeights weights;
+  for (const auto& [name, shape] : expected_tensor_shapes(config)) {
+    HostTensor& t = weights.tensors[name];
+    t.shape = shape;
+    const int64_t n = numel(shape);
+    t.data.resize(size_t(n));
+    const Fill fill = fill_for(name, shape, config);
+    const uint64_t key = tensor_key(seed, name);
+    bf16* out = t.data.data();
+    // Each value depends on its index alone, so any partition of the loop gives the same bits.
+#pragma omp parallel for schedule(static) if (n > (1 << 20))
+    for (int64_t i = 0; i < n; ++i) out[i] = to_bf16(value_from_bits(splitmix_at(key, uint64_t(i)), fill.scale, fill.offset));
+  }
+  return weights;
+}
+
+}  // namespace samebits
