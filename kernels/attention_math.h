@@ -21,6 +21,13 @@
 
 #include "kernels/bf16.h"
 
+// Loops over head_dim are element-wise (no reduction), so vectorising them cannot change a bit.
+#if defined(_OPENMP) && !defined(__CUDA_ARCH__)
+#define SAMEBITS_ELEMENTWISE_SIMD _Pragma("omp simd")
+#else
+#define SAMEBITS_ELEMENTWISE_SIMD
+#endif
+
 namespace samebits {
 
 // Max of n >= 1 scores, seeded by the first; a NaN score never replaces the running max.
@@ -32,29 +39,44 @@ SAMEBITS_HD float attention_scores_max(const float* scores, int64_t n) {
 
 // Adds one key's weighted value row to a partial: acc[d] += e * v[d], d = 0..head_dim-1.
 SAMEBITS_HD void attention_accumulate_value(float e, const bf16* v, float* acc, int head_dim) {
+  SAMEBITS_ELEMENTWISE_SIMD
   for (int d = 0; d < head_dim; ++d) {
     float product = e * to_float(v[d]);
     acc[d] = acc[d] + product;
   }
 }
 
-// One partial over n >= 1 keys from already-computed scores (which it overwrites with e_j).
-// value_row(j) returns the bf16 value row of the range's j-th key. exp_fn is fixed_expf.
-// Results: *m, *l, acc[head_dim] (acc is cleared here).
+// A partial in progress: keys are added one at a time, in key order, after its max is known. A
+// kernel may interleave several heads' partials (GQA heads sharing one K/V row); each partial still
+// sees exactly this sequence of roundings.
+struct AttentionPartialState {
+  float m;  // max score of the range
+  float l;  // running sum of e_j
+};
+
+SAMEBITS_HD AttentionPartialState attention_partial_begin(float max_score, float* acc, int head_dim) {
+  for (int d = 0; d < head_dim; ++d) acc[d] = 0.0f;
+  return {max_score, 0.0f};
+}
+
+template <typename ExpFn>
+SAMEBITS_HD void attention_partial_add_key(AttentionPartialState& st, float score, const bf16* v,
+                                           float* acc, int head_dim, ExpFn exp_fn) {
+  const float e = exp_fn(score - st.m);
+  st.l = st.l + e;
+  attention_accumulate_value(e, v, acc, head_dim);
+}
+
+// One partial over n >= 1 keys from already-computed scores. value_row(j) returns the bf16 value
+// row of the range's j-th key. exp_fn is fixed_expf. Results: *m, *l, acc[head_dim].
 template <typename ValueRow, typename ExpFn>
-SAMEBITS_HD void attention_partial_from_scores(float* scores, int64_t n, ValueRow value_row,
+SAMEBITS_HD void attention_partial_from_scores(const float* scores, int64_t n, ValueRow value_row,
                                                ExpFn exp_fn, int head_dim, float* m, float* l,
                                                float* acc) {
-  const float max_score = attention_scores_max(scores, n);
-  for (int d = 0; d < head_dim; ++d) acc[d] = 0.0f;
-  float sum = 0.0f;
-  for (int64_t j = 0; j < n; ++j) {
-    const float e = exp_fn(scores[j] - max_score);
-    sum = sum + e;
-    attention_accumulate_value(e, value_row(j), acc, head_dim);
-  }
-  *m = max_score;
-  *l = sum;
+  AttentionPartialState st = attention_partial_begin(attention_scores_max(scores, n), acc, head_dim);
+  for (int64_t j = 0; j < n; ++j) attention_partial_add_key(st, scores[j], value_row(j), acc, head_dim, exp_fn);
+  *m = st.m;
+  *l = st.l;
 }
 
 // Merges n partials (m[i], l[i], acc[i*head_dim .. +head_dim)) in index order and writes the bf16
@@ -77,6 +99,7 @@ SAMEBITS_HD void attention_merge_partials(const float* m, const float* l, const 
     const float w = exp_fn(m[i] - global_max);
     total = total + l[i] * w;
     const float* acc_i = acc + int64_t(i) * head_dim;
+    SAMEBITS_ELEMENTWISE_SIMD
     for (int d = 0; d < head_dim; ++d) {
       float weighted = acc_i[d] * w;
       scratch_o[d] = scratch_o[d] + weighted;

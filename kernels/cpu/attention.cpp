@@ -13,8 +13,9 @@
 //       (split_range), from the cache; the count comes from the batch, so the bits do too;
 //     prefill (q_len > 1) with separate_new_keys: cached == 0 -> one range [0, p] from k_new/v_new;
 //       cached > 0 -> [0, cached) from the cache, then [cached, p] from k_new/v_new.
-// Threads (OpenMP, ctx.num_threads) partition (token, q head) pairs; no reduction is ever split
-// across threads, so both modes give the same bits for any thread count.
+// Threads (OpenMP, ctx.num_threads) partition (token, kv head) items, each computing the q heads of
+// that GQA group from shared K/V reads; no reduction is ever split across threads, so both modes
+// give the same bits for any thread count.
 #include <algorithm>
 #include <string>
 #include <vector>
@@ -128,6 +129,7 @@ absl::Status validate(const AttentionArgs& a) {
 // Per-thread buffers, grown as needed.
 struct Scratch {
   std::vector<float> q, scores, m, l, acc, o;
+  std::vector<const bf16*> k_rows, v_rows;
   std::vector<KeySource> sources;
 };
 
@@ -135,51 +137,113 @@ struct FixedExp {
   float operator()(float x) const { return fixed_expf(x); }
 };
 
-// Output row of token t (sequence s, query index i), q head h.
-void attend_one(const AttentionArgs& a, int s, int64_t t, int h, Scratch& sc) {
+// Where the K and V rows of one kv head live for a sequence of this step.
+struct SeqRows {
+  const AttentionArgs* a;
+  const int32_t* table;  // the sequence's block table row
+  int64_t first_token;   // its first query token in k_new/v_new
+  int64_t cached;        // keys before this step
+  int64_t head_offset;   // kv_head * head_dim
+  int64_t token_stride;  // num_kv_heads * head_dim
+
+  // Fills k_rows/v_rows[0, end - begin) with the rows of keys [begin, end).
+  void gather(const KeySource& src, const bf16** k_rows, const bf16** v_rows) const {
+    if (src.from_new) {
+      int64_t offset = (first_token + (src.begin - cached)) * token_stride + head_offset;
+      for (int64_t j = 0; j < src.end - src.begin; ++j, offset += token_stride) {
+        k_rows[j] = a->k_new + offset;
+        v_rows[j] = a->v_new + offset;
+      }
+      return;
+    }
+    const int bs = a->block_size;
+    for (int64_t j = src.begin; j < src.end;) {
+      const int64_t in_block = j % bs;
+      const int64_t run = std::min<int64_t>(bs - in_block, src.end - j);
+      int64_t offset = (int64_t(table[j / bs]) * bs + in_block) * token_stride + head_offset;
+      for (int64_t r = 0; r < run; ++r, offset += token_stride) {
+        k_rows[j - src.begin + r] = a->k_cache + offset;
+        v_rows[j - src.begin + r] = a->v_cache + offset;
+      }
+      j += run;
+    }
+  }
+};
+
+void prefetch_row(const bf16* row, int head_dim) {
+  for (int d = 0; d < head_dim; d += 32) __builtin_prefetch(row + d);  // 64-byte lines
+}
+
+// Output rows of token t (sequence s) for the q heads of one kv head (its GQA group). The heads
+// share every K and V row read; each head's partials and merge follow attention_math.h exactly.
+void attend_group(const AttentionArgs& a, int s, int64_t t, int kv_head, Scratch& sc) {
   const int hd = a.head_dim;
-  const int kv_head = h / (a.num_q_heads / a.num_kv_heads);
+  const int group = a.num_q_heads / a.num_kv_heads;
+  const int first_head = kv_head * group;
   const int64_t q_begin = a.query_start[s];
   const int64_t q_len = a.query_start[s + 1] - q_begin;
   const int64_t cached = a.context_lens[s] - q_len;
   const int64_t p = cached + (t - q_begin);
-  const int32_t* table = a.block_tables + int64_t(s) * a.max_blocks_per_seq;
-  const int64_t kv_stride = int64_t(a.num_kv_heads) * hd;  // one token row of K or V
+  const SeqRows rows{&a,     a.block_tables + int64_t(s) * a.max_blocks_per_seq, q_begin, cached,
+                     int64_t(kv_head) * hd, int64_t(a.num_kv_heads) * hd};
 
-  sc.q.resize(hd);
-  const bf16* q_row = a.q + (t * a.num_q_heads + h) * hd;
-  for (int d = 0; d < hd; ++d) sc.q[d] = to_float(q_row[d]);
+  sc.q.resize(size_t(group) * hd);
+  const bf16* q_rows = a.q + (t * a.num_q_heads + first_head) * hd;
+  for (int64_t d = 0; d < int64_t(group) * hd; ++d) sc.q[d] = to_float(q_rows[d]);
 
   query_sources(a.plan, cached, q_len, p, &sc.sources);
   const int n = int(sc.sources.size());
-  sc.m.assign(n, 0.f);
-  sc.l.assign(n, 0.f);
-  sc.acc.resize(size_t(n) * hd);
+  // Per head g and partial i: m, l at [g * n + i], acc at [(g * n + i) * hd].
+  sc.m.assign(size_t(group) * n, 0.f);
+  sc.l.assign(size_t(group) * n, 0.f);
+  sc.acc.resize(size_t(group) * n * hd);
   sc.o.resize(hd);
 
   for (int i = 0; i < n; ++i) {
     const KeySource src = sc.sources[i];
     const int64_t len = src.end - src.begin;
     if (len <= 0) continue;  // empty split: l stays 0, the merge skips it
-    // Row pointer of key j (absolute position) for the K or V tensor.
-    auto row = [&](const bf16* cache, const bf16* fresh, int64_t j) -> const bf16* {
-      if (src.from_new) return fresh + (q_begin + (j - cached)) * kv_stride + int64_t(kv_head) * hd;
-      const int64_t block = table[j / a.block_size];
-      const int64_t slot = block * a.block_size + j % a.block_size;
-      return cache + slot * kv_stride + int64_t(kv_head) * hd;
-    };
-    if (int64_t(sc.scores.size()) < len) sc.scores.resize(len);
-    for (int64_t j = 0; j < len; ++j) {
-      const bf16* k_row = row(a.k_cache, a.k_new, src.begin + j);
-      sc.scores[j] = cpu::dot_lanes(sc.q.data(), k_row, hd) * a.scale;
+    if (int64_t(sc.k_rows.size()) < len) {
+      sc.k_rows.resize(len);
+      sc.v_rows.resize(len);
     }
-    auto value_row = [&](int64_t j) { return row(a.v_cache, a.v_new, src.begin + j); };
-    attention_partial_from_scores(sc.scores.data(), len, value_row, FixedExp{}, hd, &sc.m[i],
-                                  &sc.l[i], sc.acc.data() + size_t(i) * hd);
+    if (int64_t(sc.scores.size()) < group * len) sc.scores.resize(size_t(group * len));
+    rows.gather(src, sc.k_rows.data(), sc.v_rows.data());
+    constexpr int kAhead = 4;  // rows prefetched ahead: paged rows defeat the stride prefetcher
+    for (int64_t j = 0; j < len; ++j) {
+      if (j + kAhead < len) prefetch_row(sc.k_rows[j + kAhead], hd);
+      for (int g = 0; g < group; ++g) {
+        sc.scores[g * len + j] = cpu::dot_lanes(sc.q.data() + int64_t(g) * hd, sc.k_rows[j], hd) * a.scale;
+      }
+    }
+    AttentionPartialState state[64];
+    for (int g0 = 0; g0 < group; g0 += 64) {  // heads in batches of 64 (state on the stack)
+      const int gn = std::min(group - g0, 64);
+      for (int g = 0; g < gn; ++g) {
+        const size_t at = size_t(g0 + g) * n + i;
+        state[g] = attention_partial_begin(attention_scores_max(&sc.scores[(g0 + g) * len], len),
+                                           &sc.acc[at * hd], hd);
+      }
+      for (int64_t j = 0; j < len; ++j) {
+        if (j + kAhead < len) prefetch_row(sc.v_rows[j + kAhead], hd);
+        for (int g = 0; g < gn; ++g) {
+          const size_t at = size_t(g0 + g) * n + i;
+          attention_partial_add_key(state[g], sc.scores[(g0 + g) * len + j], sc.v_rows[j], &sc.acc[at * hd],
+                                    hd, FixedExp{});
+        }
+      }
+      for (int g = 0; g < gn; ++g) {
+        const size_t at = size_t(g0 + g) * n + i;
+        sc.m[at] = state[g].m;
+        sc.l[at] = state[g].l;
+      }
+    }
   }
-  bf16* out_row = a.out + (t * a.num_q_heads + h) * hd;
-  attention_merge_partials(sc.m.data(), sc.l.data(), sc.acc.data(), n, hd, FixedExp{}, sc.o.data(),
-                           out_row);
+  for (int g = 0; g < group; ++g) {
+    const size_t at = size_t(g) * n;
+    bf16* out_row = a.out + (t * a.num_q_heads + first_head + g) * hd;
+    attention_merge_partials(&sc.m[at], &sc.l[at], &sc.acc[at * hd], n, hd, FixedExp{}, sc.o.data(), out_row);
+  }
 }
 
 }  // namespace
@@ -193,19 +257,18 @@ absl::Status cpu_attention(const ExecContext& ctx, const AttentionArgs& args) {
   for (int s = 0; s < args.num_seqs; ++s) {
     for (int64_t t = args.query_start[s]; t < args.query_start[s + 1]; ++t) seq_of_token[t] = s;
   }
-  const int64_t items = args.T * args.num_q_heads;
+  // Work items are (token, kv head): the q heads of one GQA group share its K/V reads. The schedule
+  // is dynamic because causal queries differ in length; it decides only who computes an item,
+  // never how.
+  const int64_t items = args.T * args.num_kv_heads;
   const int threads = int(std::min<int64_t>(cpu::thread_count(ctx), items));
-  // Consecutive items share a kv head (GQA group), so a chunk of them reuses the same keys. The
-  // schedule is dynamic because causal queries differ in length; it decides only who computes an
-  // item, never how.
-  const int chunk = std::max(1, args.num_q_heads / args.num_kv_heads);
 #pragma omp parallel num_threads(threads)
   {
     Scratch scratch;
-#pragma omp for schedule(dynamic, chunk)
+#pragma omp for schedule(dynamic, 1)
     for (int64_t item = 0; item < items; ++item) {
-      const int64_t t = item / args.num_q_heads;
-      attend_one(args, seq_of_token[t], t, int(item % args.num_q_heads), scratch);
+      const int64_t t = item / args.num_kv_heads;
+      attend_group(args, seq_of_token[t], t, int(item % args.num_kv_heads), scratch);
     }
   }
   return absl::OkStatus();

@@ -57,11 +57,15 @@ PagedCache::PagedCache(const AttnShape& shape, int64_t num_blocks, uint64_t shuf
       num_blocks_(num_blocks),
       k_(size_t(num_blocks * shape.block_size * shape.kv_row())),
       v_(size_t(num_blocks * shape.block_size * shape.kv_row())) {
-  // Garbage in every slot: a kernel that reads a slot nobody wrote gets visibly wrong results.
-  const auto garbage_k = random_bf16(k_.size(), 0xC0FFEE + shuffle_seed, 4.f);
-  const auto garbage_v = random_bf16(v_.size(), 0xBEEF + shuffle_seed, 4.f);
-  std::copy(garbage_k.begin(), garbage_k.end(), k_.data());
-  std::copy(garbage_v.begin(), garbage_v.end(), v_.data());
+  // Garbage in every slot (values in [-4, 4), cheap LCG: caches are large): a kernel that reads a
+  // slot nobody wrote gets visibly wrong results.
+  uint64_t state = 0xC0FFEE + shuffle_seed;
+  for (Guarded<bf16>* cache : {&k_, &v_}) {
+    for (size_t i = 0; i < cache->size(); ++i) {
+      state = state * 6364136223846793005ull + 1442695040888963407ull;
+      cache->data()[i] = to_bf16(float(int64_t(state >> 40) - (1 << 23)) / float(1 << 21));
+    }
+  }
   free_.resize(num_blocks);
   for (int64_t b = 0; b < num_blocks; ++b) free_[b] = int32_t(num_blocks - 1 - b);  // back = 0
   if (shuffle_seed != 0) {

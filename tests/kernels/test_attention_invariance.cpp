@@ -72,12 +72,12 @@ TEST(AttentionInvariance, BlockTablesAndBlockSizes) {
     const SeqData seq = make_seq_data(base, kLen, 8, 2.f);
     const std::vector<bf16> want = baseline(base, seq);  // block size 16, blocks in order
     for (int block_size : {8, 16, 32, 64}) {
-      for (uint64_t shuffle : {0, 1, 2, 3}) {
+      for (uint64_t shuffle : {uint64_t(0), uint64_t(block_size + 1)}) {
         AttnShape shape = base;
         shape.block_size = block_size;
         SCOPED_TRACE(absl::StrCat(shape.name(), " shuffle seed ", shuffle));
         StepOptions o = invariant_options();
-        o.extra_table_width = int(shuffle);
+        o.extra_table_width = int(shuffle % 3);
         expect_same(want, run_schedule(shape, seq, 0, chunks_of(kLen, 64), o, shuffle), shape, 0);
       }
     }
