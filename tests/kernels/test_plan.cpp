@@ -1,0 +1,113 @@
+// Plans: invariant mode has one plan for every batch size, default mode more than one; split-K
+// parts and attention key splits cover their ranges exactly, without overlap.
+#include <gtest/gtest.h>
+
+#include <set>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "kernels/cpu/lanes.h"
+#include "kernels/plan.h"
+
+namespace samebits {
+namespace {
+
+struct GemmShape { int64_t N, K; };
+const GemmShape kShapes[] = {{256, 256}, {512, 256}, {256, 768}, {1536, 256}, {258, 256},
+                             {1024, 1024}, {3072, 1024}, {1024, 3072}, {151936, 1024}};
+
+TEST(PlanMatmul, InvariantOnePlanForAllM) {
+  for (GemmShape s : kShapes) {
+    std::set<std::string> plans;
+    for (int64_t M = 1; M <= 4096; M += (M < 64 ? 1 : 61)) {
+      for (int units : {1, 8, 132}) plans.insert(plan_matmul(Mode::kInvariant, M, s.N, s.K, units).describe());
+    }
+    EXPECT_EQ(plans.size(), 1u) << "N=" << s.N << " K=" << s.K;
+    EXPECT_EQ(plan_matmul(Mode::kInvariant, 7, s.N, s.K, 132).split_k, 1);
+  }
+}
+
+TEST(PlanMatmul, DefaultPlanFollowsM) {
+  // The inverse: default mode must choose differently for different batch sizes, with split-K
+  // parts that never grow as M grows.
+  int shapes_with_variety = 0;
+  for (GemmShape s : kShapes) {
+    std::set<std::string> plans;
+    int previous_split = 1 << 30;
+    for (int64_t M = 1; M <= 4096; M += (M < 64 ? 1 : 61)) {
+      MatmulPlan p = plan_matmul(Mode::kDefault, M, s.N, s.K, kDefaultParallelUnits);
+      plans.insert(p.describe());
+      EXPECT_GE(p.split_k, 1);
+      EXPECT_LE(p.split_k, previous_split) << "M=" << M << " N=" << s.N << " K=" << s.K;
+      previous_split = p.split_k;
+    }
+    shapes_with_variety += plans.size() > 1;
+  }
+  EXPECT_EQ(shapes_with_variety, int(std::size(kShapes)));
+}
+
+TEST(PlanRowReduce, InvariantOnePlanDefaultMany) {
+  for (int64_t dim : {64, 128, 256, 1024, 4096}) {
+    std::set<std::string> inv, def;
+    for (int64_t rows = 1; rows <= 8192; rows = rows * 3 / 2 + 1) {
+      inv.insert(plan_row_reduce(Mode::kInvariant, rows, dim, kDefaultParallelUnits).describe());
+      def.insert(plan_row_reduce(Mode::kDefault, rows, dim, kDefaultParallelUnits).describe());
+    }
+    EXPECT_EQ(inv.size(), 1u) << "dim " << dim;
+    EXPECT_GT(def.size(), 1u) << "dim " << dim;
+  }
+}
+
+TEST(LanePartSize, PartsStartOnLaneBoundariesAndCoverK) {
+  for (int64_t K = 1; K <= 4100; K += 13) {
+    for (int parts : {1, 2, 3, 4, 8, 16, 64, 128}) {
+      const int64_t len = cpu::lane_part_size(K, parts);
+      ASSERT_EQ(len % 16, 0) << "K=" << K << " parts=" << parts;
+      ASSERT_GE(len * parts, K);  // the parts cover [0, K)
+      ASSERT_LT(len - 16, (K + parts - 1) / parts) << "rounded up by less than a lane group";
+    }
+  }
+}
+
+void expect_exact_cover(const AttentionPlan& plan, int64_t visible) {
+  const int n = num_splits(plan, visible);
+  int64_t next = 0;
+  for (int i = 0; i < n; ++i) {
+    KeyRange r = split_range(plan, visible, i);
+    ASSERT_EQ(r.begin, next) << plan.describe() << " visible " << visible << " split " << i;
+    // Split-count plans may end with empty splits (chunk = ceil(visible / count)); they must then
+    // sit at the end, so coverage stays exact and ordered.
+    ASSERT_GE(r.end, r.begin) << plan.describe() << " visible " << visible << " split " << i;
+    if (r.end == r.begin) ASSERT_EQ(r.begin, visible) << plan.describe() << " split " << i;
+    next = r.end;
+  }
+  ASSERT_EQ(next, visible) << plan.describe() << " visible " << visible;
+}
+
+TEST(PlanAttention, SplitsCoverVisibleKeysExactly) {
+  for (int64_t visible = 1; visible <= 3000; visible += (visible < 300 ? 1 : 97)) {
+    expect_exact_cover(plan_attention(Mode::kInvariant, 1, 2, visible, 132), visible);
+    for (int seqs : {1, 3, 64}) expect_exact_cover(plan_attention(Mode::kDefault, seqs, 2, visible, 132), visible);
+    for (int count : {1, 2, 7, 132}) {
+      AttentionPlan p;
+      p.kind = AttentionPlan::Kind::kSplitCount;
+      p.split_count = count;
+      expect_exact_cover(p, visible);
+    }
+  }
+}
+
+TEST(PlanAttention, InvariantOnePlanDefaultMany) {
+  std::set<std::string> inv, def;
+  for (int seqs : {1, 2, 8, 64, 256}) {
+    for (int64_t ctx : {16, 100, 1000, 4000}) {
+      inv.insert(plan_attention(Mode::kInvariant, seqs, 8, ctx, 132).describe());
+      def.insert(plan_attention(Mode::kDefault, seqs, 8, ctx, 132).describe());
+    }
+  }
+  EXPECT_EQ(inv.size(), 1u);
+  EXPECT_GT(def.size(), 1u);
+}
+
+}  // namespace
+}  // namespace samebits
