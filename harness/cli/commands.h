@@ -1,0 +1,32 @@
+// The `samebits` subcommands. Each returns the process exit code:
+// 0 pass, 1 divergence in invariant mode or golden mismatch, 2 usage or input error.
+#pragma once
+#include <string>
+
+#include "harness/scenario/experiment.h"
+
+namespace samebits::cli {
+
+inline constexpr int kExitPass = 0;
+inline constexpr int kExitDiverged = 1;
+inline constexpr int kExitInputError = 2;
+
+struct RunArgs {
+  std::string scenario;
+  std::string mode = "";  // default | invariant | both; "" = the scenario's modes
+  ExperimentOptions options;
+  std::string json, markdown, junit, trace;
+  std::string golden_dir;  // "" = default_golden_dir(scenario)
+};
+
+int run_command(const RunArgs& args);
+int golden_check_command(const RunArgs& args);
+int golden_update_command(const RunArgs& args);
+int compare_command(const std::string& a, const std::string& b);
+int replay_command(const std::string& trace, const std::string& json);
+int info_command();
+
+// Prints "samebits: error: <message>" on stderr and returns kExitInputError.
+int input_error(const std::string& message);
+
+}  // namespace samebits::cli

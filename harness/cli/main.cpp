@@ -1,0 +1,81 @@
+// `samebits`: replays a scenario (the Feynman experiment) in both kernel modes, compares digests
+// with the goldens, and reports. See `samebits --help`.
+#include <iostream>
+
+#include "CLI/CLI.hpp"
+#include "harness/cli/commands.h"
+
+namespace samebits::cli {
+namespace {
+
+void add_run_options(CLI::App* cmd, RunArgs* a, bool full) {
+  cmd->add_option("SCENARIO", a->scenario, "Scenario file (YAML)")->required();
+  cmd->add_option("--backend", a->options.backend, "Backend (default: the scenario's)")
+      ->check(CLI::IsMember({"cpu", "cuda"}));
+  cmd->add_option("--mode", a->mode, "Modes to run (default: the scenario's)")
+      ->check(CLI::IsMember({"default", "invariant", "both"}));
+  cmd->add_option("--samples", a->options.samples, "Target samples (default: the scenario's)")
+      ->check(CLI::Range(1, 100000));
+  cmd->add_option("--model", a->options.model, "Model spec: builtin | synthetic:<config>[:seed] | checkpoint dir");
+  cmd->add_option("--threads", a->options.threads, "CPU backend threads (default: all)")->check(CLI::Range(1, 1024));
+  cmd->add_option("--golden-dir", a->golden_dir, "Golden folder (default: golden/ beside scenarios/)");
+  cmd->add_option("--json", a->json, "Write the results as JSON to this file");
+  cmd->add_option("--markdown", a->markdown, "Write a Markdown summary to this file");
+  cmd->add_option("--junit", a->junit, "Write JUnit XML to this file");
+  if (full) {
+    cmd->add_option("--trace", a->trace, "Write the schedule actually used to this trace file (for replay)");
+    cmd->add_flag("--live", a->options.live, "Live mode: client threads submit with real timing");
+    cmd->add_option("--clients", a->options.clients, "Live client threads (default: the scenario's)")
+        ->check(CLI::Range(1, 256));
+  }
+  cmd->add_flag_function("--no-progress", [a](int64_t) { a->options.progress = false; }, "No progress line on stderr");
+}
+
+int main_impl(int argc, char** argv) {
+  CLI::App app{"samebits: bit-for-bit reproducibility harness and golden-output regression suite for LLM inference.\n"
+               "Exit codes: 0 pass, 1 divergence in invariant mode or golden mismatch, 2 usage or input error."};
+  app.require_subcommand(1);
+  RunArgs run_args, check_args, update_args;
+  for (RunArgs* a : {&run_args, &check_args, &update_args}) a->options.progress = true;
+
+  CLI::App* run = app.add_subcommand("run", "Run a scenario in its modes, check goldens, print the comparison table");
+  add_run_options(run, &run_args, true);
+
+  CLI::App* golden = app.add_subcommand("golden", "Check or update golden digests");
+  golden->require_subcommand(1);
+  CLI::App* check = golden->add_subcommand("check", "Run the scenario and compare with its golden (exit 2 if none or not comparable)");
+  add_run_options(check, &check_args, false);
+  CLI::App* update = golden->add_subcommand("update", "Run the scenario and write golden/<scenario>/<backend>.json atomically");
+  add_run_options(update, &update_args, false);
+
+  std::string compare_a, compare_b;
+  CLI::App* compare = app.add_subcommand("compare", "First divergence between two result files (from run --json)");
+  compare->add_option("A", compare_a, "First results JSON")->required();
+  compare->add_option("B", compare_b, "Second results JSON")->required();
+
+  std::string trace, replay_json;
+  CLI::App* replay = app.add_subcommand("replay", "Re-run a trace's recorded schedule and check it gives the same digests");
+  replay->add_option("TRACE", trace, "Trace file (from run --trace)")->required();
+  replay->add_option("--json", replay_json, "Write the replay's results as JSON to this file");
+
+  CLI::App* info = app.add_subcommand("info", "Backends, devices, models and versions");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int code = app.exit(e);
+    return code == 0 ? kExitPass : kExitInputError;
+  }
+  if (run->parsed()) return run_command(run_args);
+  if (check->parsed()) return golden_check_command(check_args);
+  if (update->parsed()) return golden_update_command(update_args);
+  if (compare->parsed()) return compare_command(compare_a, compare_b);
+  if (replay->parsed()) return replay_command(trace, replay_json);
+  if (info->parsed()) return info_command();
+  return input_error("no command given (see --help)");
+}
+
+}  // namespace
+}  // namespace samebits::cli
+
+int main(int argc, char** argv) { return samebits::cli::main_impl(argc, argv); }

@@ -1,0 +1,123 @@
+// run, golden check, golden update: one experiment, then goldens and outputs.
+#include <cstdio>
+#include <iostream>
+
+#include "absl/strings/str_cat.h"
+#include "harness/cli/commands.h"
+#include "harness/golden/golden_store.h"
+#include "harness/golden/json_fields.h"
+#include "harness/report/report.h"
+
+namespace samebits::cli {
+
+int input_error(const std::string& message) {
+  std::fprintf(stderr, "samebits: error: %s\n", message.c_str());
+  return kExitInputError;
+}
+
+namespace {
+
+ExperimentOptions options_of(const RunArgs& a) {
+  ExperimentOptions o = a.options;
+  if (a.mode == "default") o.modes = {Mode::kDefault};
+  if (a.mode == "invariant") o.modes = {Mode::kInvariant};
+  if (a.mode == "both") o.modes = {Mode::kDefault, Mode::kInvariant};
+  return o;
+}
+
+std::string golden_file(const RunArgs& a, const Experiment& e) {
+  const std::string dir = a.golden_dir.empty() ? default_golden_dir(a.scenario) : a.golden_dir;
+  return golden_path(dir, e.scenario.name, e.backend->id);
+}
+
+absl::Status write_outputs(const RunArgs& a, const Experiment& e) {
+  if (!a.json.empty())
+    if (absl::Status s = write_results_file(e.results, a.json); !s.ok()) return s;
+  if (!a.markdown.empty())
+    if (absl::Status s = write_file_atomically(a.markdown, format_markdown(e.results)); !s.ok()) return s;
+  if (!a.junit.empty())
+    if (absl::Status s = write_file_atomically(a.junit, format_junit(e.results)); !s.ok()) return s;
+  if (!a.trace.empty())
+    if (absl::Status s = write_trace(e.trace(), a.trace); !s.ok()) return s;
+  return absl::OkStatus();
+}
+
+// Runs the experiment and checks its golden. On success *exit_code is the gate's verdict.
+absl::StatusOr<Experiment> run_and_check(const RunArgs& a, bool keep_records, std::optional<Golden>* golden_out) {
+  ExperimentOptions o = options_of(a);
+  o.keep_records = keep_records || !a.trace.empty();
+  // Read the golden first: a malformed golden file is an input error before minutes of work.
+  auto sc = load_with_overrides(a.scenario, o);
+  if (!sc.ok()) return sc.status();
+  std::string why;
+  const Backend* backend = find_backend(sc->backend, &why);
+  if (!backend) return absl::FailedPreconditionError(absl::StrCat("backend ", sc->backend, ": ", why));
+  const std::string dir = a.golden_dir.empty() ? default_golden_dir(a.scenario) : a.golden_dir;
+  auto golden = read_golden(golden_path(dir, sc->name, backend->id));
+  if (!golden.ok()) return golden.status();
+  auto e = run_experiment(a.scenario, o);
+  if (!e.ok()) return e.status();
+  check_against_golden(*golden, &e->results);
+  if (golden_out) *golden_out = std::move(*golden);
+  return e;
+}
+
+int verdict(const RunResults& r) {
+  for (const ModeResult& m : r.modes)
+    if (!mode_passes(m)) return kExitDiverged;
+  return kExitPass;
+}
+
+}  // namespace
+
+int run_command(const RunArgs& a) {
+  auto e = run_and_check(a, false, nullptr);
+  if (!e.ok()) return input_error(std::string(e.status().message()));
+  std::cout << format_table(e->results);
+  if (absl::Status s = write_outputs(a, *e); !s.ok()) return input_error(std::string(s.message()));
+  return verdict(e->results);
+}
+
+int golden_check_command(const RunArgs& a) {
+  std::optional<Golden> golden;
+  auto e = run_and_check(a, false, &golden);
+  if (!e.ok()) return input_error(std::string(e.status().message()));
+  std::cout << format_table(e->results);
+  if (absl::Status s = write_outputs(a, *e); !s.ok()) return input_error(std::string(s.message()));
+  const int v = verdict(e->results);
+  if (v != kExitPass) return v;
+  for (const ModeResult& m : e->results.modes) {
+    if (m.golden.state != "pass")
+      return input_error(absl::StrCat("cannot check ", std::string(mode_name(m.mode)), " mode against ", golden_file(a, *e), ": ",
+                                      m.golden.state, " (", m.golden.detail, ")"));
+  }
+  std::printf("golden check passed: %s\n", golden_file(a, *e).c_str());
+  return kExitPass;
+}
+
+int golden_update_command(const RunArgs& a) {
+  ExperimentOptions o = options_of(a);
+  auto e = run_experiment(a.scenario, o);
+  if (!e.ok()) return input_error(std::string(e.status().message()));
+  std::cout << format_table(e->results);
+  for (const ModeResult& m : e->results.modes) {
+    if (!invariance_holds(m)) {
+      std::fprintf(stderr, "samebits: invariant mode diverged; refusing to record it as golden\n");
+      return kExitDiverged;
+    }
+  }
+  const std::string path = golden_file(a, *e);
+  // Modes not run now keep their golden entry when the dependencies are unchanged.
+  Golden fresh = golden_from_results(e->results);
+  auto old = read_golden(path);
+  if (old.ok() && old->has_value() && incomparability((*old)->dependencies, fresh.dependencies).empty()) {
+    for (const GoldenMode& m : (*old)->modes)
+      if (!fresh.find(m.mode)) fresh.modes.push_back(m);
+  }
+  if (absl::Status s = write_golden(fresh, path); !s.ok()) return input_error(std::string(s.message()));
+  if (absl::Status s = write_outputs(a, *e); !s.ok()) return input_error(std::string(s.message()));
+  std::printf("golden written: %s\n", path.c_str());
+  return kExitPass;
+}
+
+}  // namespace samebits::cli

@@ -1,0 +1,133 @@
+#include "harness/golden/json_fields.h"
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <unistd.h>
+
+#include "absl/strings/str_cat.h"
+#include "harness/golden/digest.h"
+
+namespace samebits {
+
+JsonFields::JsonFields(std::string file, const nlohmann::json* object, std::string path)
+    : file_(std::move(file)), json_(object), path_(std::move(path)) {
+  if (!json_ || !json_->is_object())
+    status_ = absl::InvalidArgumentError(absl::StrCat(file_, ": ", path_.empty() ? "(top level)" : path_,
+                                                      ": is not a JSON object"));
+}
+
+void JsonFields::fail(const std::string& key, const std::string& message) {
+  merge(absl::InvalidArgumentError(absl::StrCat(file_, ": ", field(key), ": ", message)));
+}
+
+const nlohmann::json* JsonFields::member(const std::string& key, const char* kind) {
+  if (!status_.ok()) return nullptr;
+  auto it = json_->find(key);
+  if (it == json_->end()) {
+    fail(key, "missing");
+    return nullptr;
+  }
+  const nlohmann::json& v = *it;
+  const std::string k = kind;
+  const bool ok = (k == "string" && v.is_string()) || (k == "integer" && v.is_number_integer()) ||
+                  (k == "number" && v.is_number()) || (k == "boolean" && v.is_boolean()) ||
+                  (k == "object" && v.is_object()) || (k == "array" && v.is_array());
+  if (!ok) {
+    std::string shown = v.dump();
+    if (shown.size() > 40) shown = shown.substr(0, 37) + "...";
+    fail(key, shown + " is not a" + std::string(k[0] == 'a' || k[0] == 'i' || k[0] == 'o' ? "n " : " ") + k);
+    return nullptr;
+  }
+  return &v;
+}
+
+bool JsonFields::get(const std::string& key, std::string* out) {
+  const nlohmann::json* v = member(key, "string");
+  if (v) *out = v->get<std::string>();
+  return v != nullptr;
+}
+bool JsonFields::get(const std::string& key, int64_t* out) {
+  const nlohmann::json* v = member(key, "integer");
+  if (v) *out = v->get<int64_t>();
+  return v != nullptr;
+}
+bool JsonFields::get(const std::string& key, int* out) {
+  int64_t v = 0;
+  if (!get(key, &v)) return false;
+  if (v < INT32_MIN || v > INT32_MAX) {
+    fail(key, absl::StrCat(v, " is out of range"));
+    return false;
+  }
+  *out = int(v);
+  return true;
+}
+bool JsonFields::get(const std::string& key, double* out) {
+  const nlohmann::json* v = member(key, "number");
+  if (v) *out = v->get<double>();
+  return v != nullptr;
+}
+bool JsonFields::get(const std::string& key, bool* out) {
+  const nlohmann::json* v = member(key, "boolean");
+  if (v) *out = v->get<bool>();
+  return v != nullptr;
+}
+bool JsonFields::get_digest(const std::string& key, uint64_t* out) {
+  std::string text;
+  if (!get(key, &text)) return false;
+  auto d = parse_digest_hex(text);
+  if (!d) {
+    fail(key, "'" + text + "' is not a digest (16 lowercase hex digits)");
+    return false;
+  }
+  *out = *d;
+  return true;
+}
+const nlohmann::json* JsonFields::object(const std::string& key) { return member(key, "object"); }
+const nlohmann::json* JsonFields::array(const std::string& key) { return member(key, "array"); }
+
+absl::Status read_json_file(const std::string& path, nlohmann::json* out) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::NotFoundError(absl::StrCat(path, ": cannot open"));
+  std::ostringstream text;
+  text << in.rdbuf();
+  try {
+    *out = nlohmann::json::parse(text.str());
+  } catch (const nlohmann::json::parse_error& e) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": (syntax): not valid JSON at byte ", e.byte));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status write_file_atomically(const std::string& path, const std::string& text) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::path target(path);
+  if (target.has_parent_path()) {
+    fs::create_directories(target.parent_path(), ec);
+    if (ec) return absl::InternalError(absl::StrCat(path, ": cannot create its folder: ", ec.message()));
+  }
+  const std::string temp = absl::StrCat(path, ".tmp.", ::getpid());
+  {
+    std::FILE* f = std::fopen(temp.c_str(), "wb");
+    if (!f) return absl::InternalError(absl::StrCat(temp, ": cannot write"));
+    const bool written = std::fwrite(text.data(), 1, text.size(), f) == text.size();
+    const bool flushed = std::fflush(f) == 0 && ::fsync(fileno(f)) == 0;
+    const bool closed = std::fclose(f) == 0;
+    if (!written || !flushed || !closed) {
+      fs::remove(temp, ec);
+      return absl::InternalError(absl::StrCat(temp, ": write failed"));
+    }
+  }
+  fs::rename(temp, target, ec);
+  if (ec) {
+    fs::remove(temp, ec);
+    return absl::InternalError(absl::StrCat(path, ": cannot replace: ", ec.message()));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace samebits

@@ -1,0 +1,128 @@
+// Results of one run, per mode: unique completions (by tokens) and unique logit streams (by chained
+// digest); for every sample its first token divergence and first logit divergence against the
+// main (most common) completion; the distribution of completions with their fork position and the
+// text on both sides of the fork; wall time and throughput. Round-trips through JSON.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "kernels/mode.h"
+#include "nlohmann/json.hpp"
+
+namespace samebits {
+
+// What the runner saw of one target sample.
+struct TargetObservation {
+  int sample = -1;
+  std::vector<int32_t> tokens;
+  std::vector<uint64_t> steps;  // step digests (token + logits)
+  uint64_t digest = 0;          // chain over steps
+  int prefix_hit_tokens = 0;
+  int preemptions = 0;
+  std::string finish;           // finish reason name
+};
+
+// Engine-level figures of one mode's run.
+struct RunFigures {
+  double wall_seconds = 0;
+  int64_t engine_steps = 0;
+  int64_t tokens_generated = 0;  // all requests
+  int64_t tokens_computed = 0;   // prefill + decode through the model
+  int64_t prefix_hit_tokens = 0;
+  int64_t prefix_hit_requests = 0;
+  int64_t preemptions = 0;
+};
+
+struct CompletionGroup {  // one unique completion (by tokens)
+  std::vector<int32_t> tokens;
+  int count = 0;
+  int logit_streams = 0;   // unique logit streams among its samples
+  int first_sample = -1;
+  int fork_position = -1;  // first token differing from the main completion; -1 for the main one
+  std::string text_before, text_main, text_this;  // decoded text around the fork
+};
+
+struct LogitStream {  // one unique logit stream (by chained digest)
+  uint64_t digest = 0;
+  std::vector<uint64_t> steps;
+  int count = 0;
+  int completion = 0;  // index into groups
+};
+
+struct SampleSummary {
+  int sample = -1;
+  int completion = 0;  // index into groups
+  int stream = 0;      // index into streams
+  int first_token_divergence = -1;  // vs the main completion; -1 = none
+  int first_logit_divergence = -1;  // vs the main logit stream; -1 = none
+  int prefix_hit_tokens = 0;
+  int preemptions = 0;
+  std::string finish;
+};
+
+struct GoldenStatus {
+  std::string state = "none";  // none | pass | mismatch | not comparable
+  std::string detail;
+};
+
+struct ModeResult {
+  Mode mode = Mode::kInvariant;
+  int samples = 0;
+  std::vector<CompletionGroup> groups;  // main first, then by count (desc), then first sample
+  std::vector<LogitStream> streams;     // main first, then by count (desc), then first sample
+  std::vector<SampleSummary> per_sample;
+  int earliest_token_divergence = -1;
+  int earliest_logit_divergence = -1;
+  int samples_token_diverged = 0;
+  int samples_logit_diverged = 0;
+  RunFigures figures;
+  GoldenStatus golden;
+
+  int unique_completions() const { return int(groups.size()); }
+  int unique_logit_streams() const { return int(streams.size()); }
+  double tokens_per_second() const;
+  std::string main_text() const;  // the main completion decoded
+};
+
+struct RunResults {
+  std::string scenario_name, scenario_file;
+  uint64_t scenario_hash = 0;
+  std::string model_spec, model_description;
+  uint64_t weights_digest = 0;
+  std::string backend_id, backend_description;
+  int kernel_set_version = 0;
+  int samples = 0;
+  bool live = false;
+  int threads = 0;
+  std::vector<ModeResult> modes;
+
+  const ModeResult* find(Mode m) const;
+};
+
+// Groups observations (in any order; sorted by sample here). Every observation needs steps and
+// tokens of equal length.
+ModeResult analyze_mode(Mode mode, std::vector<TargetObservation> observations, const RunFigures& figures);
+
+// Text of `tokens` (byte tokenizer), specials dropped, control bytes other than \n shown as '?'.
+std::string decode_text(const std::vector<int32_t>& tokens, size_t begin, size_t end);
+
+nlohmann::json results_to_json(const RunResults& results);
+absl::StatusOr<RunResults> results_from_json(const nlohmann::json& json, const std::string& file);
+absl::StatusOr<RunResults> read_results_file(const std::string& path);
+absl::Status write_results_file(const RunResults& results, const std::string& path);
+
+// First divergence between two result files, mode by mode and sample by sample.
+struct ComparisonLine {
+  std::string mode;
+  int samples_compared = 0;
+  int samples_differing = 0;
+  int first_sample = -1;      // first differing sample
+  int first_token_step = -1;  // its first differing token
+  int first_logit_step = -1;  // its first differing step digest
+  std::string note;
+};
+std::vector<ComparisonLine> compare_results(const RunResults& a, const RunResults& b);
+
+}  // namespace samebits

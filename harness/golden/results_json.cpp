@@ -1,0 +1,221 @@
+// JSON form of RunResults (schema "samebits_results": 1). Tokens are stored per unique completion
+// and step digests per unique logit stream, so a run where every sample agrees stays small.
+#include <fstream>
+
+#include "absl/strings/str_cat.h"
+#include "harness/golden/digest.h"
+#include "harness/golden/json_fields.h"
+#include "harness/golden/results.h"
+
+namespace samebits {
+namespace {
+
+constexpr int kResultsSchema = 1;
+using nlohmann::json;
+
+json mode_to_json(const ModeResult& m) {
+  json j;
+  j["mode"] = std::string(mode_name(m.mode));
+  j["samples"] = m.samples;
+  j["unique_completions"] = m.unique_completions();
+  j["unique_logit_streams"] = m.unique_logit_streams();
+  j["first_token_divergence"] = m.earliest_token_divergence;
+  j["first_logit_divergence"] = m.earliest_logit_divergence;
+  j["samples_token_diverged"] = m.samples_token_diverged;
+  j["samples_logit_diverged"] = m.samples_logit_diverged;
+  j["wall_seconds"] = m.figures.wall_seconds;
+  j["engine_steps"] = m.figures.engine_steps;
+  j["tokens_generated"] = m.figures.tokens_generated;
+  j["tokens_computed"] = m.figures.tokens_computed;
+  j["tokens_per_second"] = m.tokens_per_second();
+  j["prefix_hit_tokens"] = m.figures.prefix_hit_tokens;
+  j["prefix_hit_requests"] = m.figures.prefix_hit_requests;
+  j["preemptions"] = m.figures.preemptions;
+  j["main_text"] = m.main_text();
+  j["golden"] = {{"status", m.golden.state}, {"detail", m.golden.detail}};
+  json groups = json::array();
+  for (const auto& g : m.groups) {
+    groups.push_back({{"count", g.count}, {"logit_streams", g.logit_streams}, {"first_sample", g.first_sample},
+                      {"fork_position", g.fork_position}, {"text_before", g.text_before},
+                      {"text_main", g.text_main}, {"text_this", g.text_this}, {"tokens", g.tokens}});
+  }
+  j["completions"] = std::move(groups);
+  json streams = json::array();
+  for (const auto& s : m.streams) {
+    streams.push_back({{"digest", digest_hex(s.digest)}, {"count", s.count}, {"completion", s.completion},
+                       {"steps", digest_list_hex(s.steps)}});
+  }
+  j["streams"] = std::move(streams);
+  json samples = json::array();
+  for (const auto& s : m.per_sample) {
+    samples.push_back({{"sample", s.sample}, {"completion", s.completion}, {"stream", s.stream},
+                       {"first_token_divergence", s.first_token_divergence},
+                       {"first_logit_divergence", s.first_logit_divergence},
+                       {"prefix_hit_tokens", s.prefix_hit_tokens}, {"preemptions", s.preemptions},
+                       {"finish", s.finish}});
+  }
+  j["samples_detail"] = std::move(samples);
+  return j;
+}
+
+absl::StatusOr<ModeResult> mode_from_json(const json& j, const std::string& file, const std::string& path) {
+  JsonFields f(file, &j, path);
+  ModeResult m;
+  std::string mode;
+  if (f.get("mode", &mode) && !parse_mode(mode)) f.fail("mode", "'" + mode + "' is not default or invariant");
+  if (f.status().ok()) m.mode = *parse_mode(mode);
+  f.get("samples", &m.samples);
+  f.get("first_token_divergence", &m.earliest_token_divergence);
+  f.get("first_logit_divergence", &m.earliest_logit_divergence);
+  f.get("samples_token_diverged", &m.samples_token_diverged);
+  f.get("samples_logit_diverged", &m.samples_logit_diverged);
+  f.get("wall_seconds", &m.figures.wall_seconds);
+  f.get("engine_steps", &m.figures.engine_steps);
+  f.get("tokens_generated", &m.figures.tokens_generated);
+  f.get("tokens_computed", &m.figures.tokens_computed);
+  f.get("prefix_hit_tokens", &m.figures.prefix_hit_tokens);
+  f.get("prefix_hit_requests", &m.figures.prefix_hit_requests);
+  f.get("preemptions", &m.figures.preemptions);
+  if (const json* g = f.object("golden")) {
+    JsonFields gf(file, g, f.field("golden"));
+    gf.get("status", &m.golden.state);
+    gf.get("detail", &m.golden.detail);
+    f.merge(gf.status());
+  }
+  if (const json* groups = f.array("completions")) {
+    for (size_t i = 0; i < groups->size(); ++i) {
+      JsonFields gf(file, &(*groups)[i], absl::StrCat(f.field("completions"), "[", i, "]"));
+      CompletionGroup g;
+      gf.get("count", &g.count);
+      gf.get("logit_streams", &g.logit_streams);
+      gf.get("first_sample", &g.first_sample);
+      gf.get("fork_position", &g.fork_position);
+      gf.get("text_before", &g.text_before);
+      gf.get("text_main", &g.text_main);
+      gf.get("text_this", &g.text_this);
+      if (const json* t = gf.array("tokens")) {
+        for (const auto& v : *t) {
+          if (!v.is_number_integer()) {
+            gf.fail("tokens", v.dump() + " is not a token id");
+            break;
+          }
+          g.tokens.push_back(v.get<int32_t>());
+        }
+      }
+      f.merge(gf.status());
+      m.groups.push_back(std::move(g));
+    }
+  }
+  if (const json* streams = f.array("streams")) {
+    for (size_t i = 0; i < streams->size(); ++i) {
+      JsonFields sf(file, &(*streams)[i], absl::StrCat(f.field("streams"), "[", i, "]"));
+      LogitStream s;
+      sf.get_digest("digest", &s.digest);
+      sf.get("count", &s.count);
+      sf.get("completion", &s.completion);
+      std::string steps;
+      if (sf.get("steps", &steps)) {
+        auto parsed = parse_digest_list_hex(steps);
+        if (!parsed) sf.fail("steps", "is not a list of 16-digit hex digests");
+        else s.steps = std::move(*parsed);
+      }
+      if (sf.status().ok() && (s.completion < 0 || s.completion >= int(m.groups.size())))
+        sf.fail("completion", absl::StrCat(s.completion, " names no completion"));
+      f.merge(sf.status());
+      m.streams.push_back(std::move(s));
+    }
+  }
+  if (const json* samples = f.array("samples_detail")) {
+    for (size_t i = 0; i < samples->size(); ++i) {
+      JsonFields sf(file, &(*samples)[i], absl::StrCat(f.field("samples_detail"), "[", i, "]"));
+      SampleSummary s;
+      sf.get("sample", &s.sample);
+      sf.get("completion", &s.completion);
+      sf.get("stream", &s.stream);
+      sf.get("first_token_divergence", &s.first_token_divergence);
+      sf.get("first_logit_divergence", &s.first_logit_divergence);
+      sf.get("prefix_hit_tokens", &s.prefix_hit_tokens);
+      sf.get("preemptions", &s.preemptions);
+      sf.get("finish", &s.finish);
+      if (sf.status().ok() && (s.completion < 0 || s.completion >= int(m.groups.size())))
+        sf.fail("completion", absl::StrCat(s.completion, " names no completion"));
+      if (sf.status().ok() && (s.stream < 0 || s.stream >= int(m.streams.size())))
+        sf.fail("stream", absl::StrCat(s.stream, " names no logit stream"));
+      f.merge(sf.status());
+      m.per_sample.push_back(std::move(s));
+    }
+  }
+  if (!f.status().ok()) return f.status();
+  return m;
+}
+
+}  // namespace
+
+json results_to_json(const RunResults& r) {
+  json j;
+  j["samebits_results"] = kResultsSchema;
+  j["scenario"] = {{"name", r.scenario_name}, {"file", r.scenario_file}, {"hash", digest_hex(r.scenario_hash)}};
+  j["model"] = {{"spec", r.model_spec}, {"description", r.model_description},
+                {"weights_digest", digest_hex(r.weights_digest)}};
+  j["backend"] = {{"id", r.backend_id}, {"description", r.backend_description}};
+  j["kernel_set_version"] = r.kernel_set_version;
+  j["samples"] = r.samples;
+  j["live"] = r.live;
+  j["threads"] = r.threads;
+  j["modes"] = json::array();
+  for (const auto& m : r.modes) j["modes"].push_back(mode_to_json(m));
+  return j;
+}
+
+absl::StatusOr<RunResults> results_from_json(const json& j, const std::string& file) {
+  JsonFields f(file, &j, "");
+  RunResults r;
+  int schema = 0;
+  if (f.get("samebits_results", &schema) && schema != kResultsSchema)
+    f.fail("samebits_results", absl::StrCat(schema, " is not a known results schema (expected ", kResultsSchema, ")"));
+  if (const json* s = f.object("scenario")) {
+    JsonFields sf(file, s, "scenario");
+    sf.get("name", &r.scenario_name);
+    sf.get("file", &r.scenario_file);
+    sf.get_digest("hash", &r.scenario_hash);
+    f.merge(sf.status());
+  }
+  if (const json* m = f.object("model")) {
+    JsonFields mf(file, m, "model");
+    mf.get("spec", &r.model_spec);
+    mf.get("description", &r.model_description);
+    mf.get_digest("weights_digest", &r.weights_digest);
+    f.merge(mf.status());
+  }
+  if (const json* b = f.object("backend")) {
+    JsonFields bf(file, b, "backend");
+    bf.get("id", &r.backend_id);
+    bf.get("description", &r.backend_description);
+    f.merge(bf.status());
+  }
+  f.get("kernel_set_version", &r.kernel_set_version);
+  f.get("samples", &r.samples);
+  f.get("live", &r.live);
+  f.get("threads", &r.threads);
+  if (const json* modes = f.array("modes")) {
+    for (size_t i = 0; i < modes->size() && f.status().ok(); ++i) {
+      auto m = mode_from_json((*modes)[i], file, absl::StrCat("modes[", i, "]"));
+      if (!m.ok()) return m.status();
+      r.modes.push_back(std::move(*m));
+    }
+  }
+  if (!f.status().ok()) return f.status();
+  return r;
+}
+
+absl::StatusOr<RunResults> read_results_file(const std::string& path) {
+  json j;
+  if (absl::Status s = read_json_file(path, &j); !s.ok()) return s;
+  return results_from_json(j, path);
+}
+
+absl::Status write_results_file(const RunResults& results, const std::string& path) {
+  return write_file_atomically(path, results_to_json(results).dump(1) + "\n");
+}
+
+}  // namespace samebits

@@ -1,0 +1,61 @@
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_replace.h"
+#include "harness/golden/digest.h"
+#include "harness/report/report.h"
+
+namespace samebits {
+
+bool invariance_holds(const ModeResult& m) {
+  return m.mode != Mode::kInvariant || (m.unique_completions() == 1 && m.unique_logit_streams() == 1);
+}
+
+bool mode_passes(const ModeResult& m) { return invariance_holds(m) && m.golden.state != "mismatch"; }
+
+namespace {
+
+std::string position(int p) { return p < 0 ? "-" : absl::StrCat(p); }
+
+std::string one_line(std::string text) {
+  return absl::StrReplaceAll(text, {{"\n", "\\n"}, {"\r", "\\r"}, {"\t", " "}});
+}
+
+std::string golden_word(const GoldenStatus& g) { return g.state == "mismatch" ? "MISMATCH" : g.state; }
+
+}  // namespace
+
+std::string format_table(const RunResults& r, int max_forks_shown) {
+  std::string out = absl::StrFormat("samebits run: %s, %d samples, backend %s, model %s%s\n", r.scenario_name,
+                                    r.samples, r.backend_id, r.model_spec, r.live ? ", live" : "");
+  out += absl::StrFormat("%-10s %8s %8s %10s %10s %-15s %11s %8s\n", "mode", "unique", "unique", "1st token",
+                         "1st logit", "golden", "tokens/s", "wall s");
+  out += absl::StrFormat("%-10s %8s %8s %10s %10s %-15s %11s %8s\n", "", "compl.", "logits", "diverg.",
+                         "diverg.", "", "", "");
+  for (const ModeResult& m : r.modes) {
+    out += absl::StrFormat("%-10s %8d %8d %10s %10s %-15s %11.0f %8.1f%s\n", mode_name(m.mode),
+                           m.unique_completions(), m.unique_logit_streams(), position(m.earliest_token_divergence),
+                           position(m.earliest_logit_divergence), golden_word(m.golden), m.tokens_per_second(),
+                           m.figures.wall_seconds, invariance_holds(m) ? "" : "  <- NOT INVARIANT");
+  }
+  for (const ModeResult& m : r.modes) {
+    if (m.golden.state != "pass" && !m.golden.detail.empty())
+      out += absl::StrFormat("golden %s: %s: %s\n", mode_name(m.mode), golden_word(m.golden), m.golden.detail);
+  }
+  for (const ModeResult& m : r.modes) {
+    if (m.groups.empty()) continue;
+    out += absl::StrFormat("\n%s: %d of %d samples gave the main completion (%d logit streams)\n", mode_name(m.mode),
+                           m.groups[0].count, m.samples, m.groups[0].logit_streams);
+    for (size_t i = 1; i < m.groups.size() && int(i) <= max_forks_shown; ++i) {
+      const CompletionGroup& g = m.groups[i];
+      out += absl::StrFormat("  %4d x fork at token %3d: \"...%s\" -> main \"%s\" | this \"%s\"\n", g.count,
+                             g.fork_position, one_line(g.text_before), one_line(g.text_main), one_line(g.text_this));
+    }
+    if (int(m.groups.size()) > max_forks_shown + 1)
+      out += absl::StrFormat("  ... %d more completions\n", int(m.groups.size()) - 1 - max_forks_shown);
+  }
+  if (!r.modes.empty() && !r.modes[0].groups.empty())
+    out += "\nmain completion (" + std::string(mode_name(r.modes[0].mode)) + "): \"" + one_line(r.modes[0].main_text()) + "\"\n";
+  return out;
+}
+
+}  // namespace samebits

@@ -1,0 +1,83 @@
+#include "harness/scenario/experiment.h"
+
+#include <filesystem>
+
+#include "absl/strings/str_cat.h"
+#include "harness/report/report.h"
+#include "harness/scenario/live.h"
+
+namespace samebits {
+
+absl::StatusOr<Scenario> load_with_overrides(const std::string& path, const ExperimentOptions& o) {
+  auto sc = load_scenario(path);
+  if (!sc.ok()) return sc.status();
+  if (!o.backend.empty()) sc->backend = o.backend;
+  if (!o.modes.empty()) sc->modes = o.modes;
+  if (o.samples > 0) sc->samples = o.samples;
+  if (!o.model.empty()) sc->model = o.model;
+  if (o.clients > 0) sc->live.clients = o.clients;
+  return sc;
+}
+
+RunResults make_results(const Scenario& sc, const ModelSource& model, const Backend& backend, int samples,
+                        int threads, bool live, std::vector<ModeRun>& runs) {
+  RunResults r;
+  r.scenario_name = sc.name;
+  r.scenario_file = sc.file;
+  r.scenario_hash = sc.file_hash;
+  r.model_spec = sc.model;
+  r.model_description = model.description;
+  r.weights_digest = model.weights_digest;
+  r.backend_id = backend.id;
+  r.backend_description = backend.description;
+  r.kernel_set_version = kKernelSetVersion;
+  r.samples = samples;
+  r.live = live;
+  r.threads = threads;
+  for (ModeRun& run : runs) r.modes.push_back(analyze_mode(run.mode, run.targets, run.figures));
+  return r;
+}
+
+absl::StatusOr<Experiment> run_experiment(const std::string& path, const ExperimentOptions& o) {
+  Experiment e;
+  auto sc = load_with_overrides(path, o);
+  if (!sc.ok()) return sc.status();
+  e.scenario = std::move(*sc);
+  std::string why;
+  e.backend = find_backend(e.scenario.backend, &why);
+  if (!e.backend) return absl::FailedPreconditionError(absl::StrCat("backend ", e.scenario.backend, ": ", why));
+  auto model = resolve_model(e.scenario.model);
+  if (!model.ok()) return model.status();
+  e.model = std::move(*model);
+  auto workload = generate_workload(e.scenario);
+  if (!workload.ok()) return workload.status();
+  e.workload = std::move(*workload);
+
+  for (Mode mode : e.scenario.modes) {
+    ProgressLine progress(std::string(mode_name(mode)), o.progress && ProgressLine::stderr_is_terminal());
+    RunSetup setup{&e.scenario, &e.model, e.backend, o.threads, o.keep_records || o.live,
+                   [&](int done, int total) { progress.update(done, total); }};
+    auto run = o.live ? run_live(setup, e.workload, mode) : run_simulated(setup, e.workload, mode);
+    progress.finish();
+    if (!run.ok()) return absl::Status(run.status().code(), absl::StrCat(std::string(mode_name(mode)), " mode: ", run.status().message()));
+    e.runs.push_back(std::move(*run));
+  }
+  e.results = make_results(e.scenario, e.model, *e.backend, e.workload.samples, o.threads, o.live, e.runs);
+  return e;
+}
+
+Trace Experiment::trace() const {
+  Trace t = make_trace(scenario, workload, model, *backend, results.threads, results.live);
+  for (const ModeRun& run : runs) t.runs.push_back(trace_run_of(run));
+  return t;
+}
+
+std::string default_golden_dir(const std::string& scenario_path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::path dir = fs::absolute(fs::path(scenario_path), ec).parent_path();
+  if (!ec && dir.filename() == "scenarios") return (dir.parent_path() / "golden").string();
+  return (fs::path(SAMEBITS_SOURCE_DIR) / "golden").string();
+}
+
+}  // namespace samebits

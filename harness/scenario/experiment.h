@@ -1,0 +1,52 @@
+// One experiment end to end: load the scenario, apply command-line overrides, resolve the model and
+// the backend, generate the seeded workload, serve it in each mode (simulated or live), and analyse
+// the digests into RunResults. The CLI and the determinism tests both start here.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "harness/golden/results.h"
+#include "harness/scenario/runner.h"
+#include "harness/scenario/scenario.h"
+#include "harness/scenario/trace.h"
+#include "harness/scenario/workload.h"
+#include "models/tiny_qwen/model_source.h"
+
+namespace samebits {
+
+struct ExperimentOptions {
+  std::string backend;      // "" = the scenario's
+  std::vector<Mode> modes;  // empty = the scenario's
+  int samples = 0;          // 0 = the scenario's
+  std::string model;        // "" = the scenario's
+  int threads = 0;          // CPU backend threads; 0 = OpenMP default
+  bool live = false;
+  int clients = 0;          // live client threads; 0 = the scenario's
+  bool keep_records = false;
+  bool progress = false;    // progress line on stderr
+};
+
+struct Experiment {
+  Scenario scenario;  // with overrides applied
+  ModelSource model;
+  const Backend* backend = nullptr;
+  Workload workload;
+  std::vector<ModeRun> runs;
+  RunResults results;  // golden status still "none"
+  Trace trace() const;
+};
+
+absl::StatusOr<Experiment> run_experiment(const std::string& scenario_path, const ExperimentOptions& options);
+// Loads the scenario and applies the overrides without running anything.
+absl::StatusOr<Scenario> load_with_overrides(const std::string& scenario_path, const ExperimentOptions& options);
+
+// Where goldens live: the `golden/` folder beside the scenario's `scenarios/` folder when it is in
+// one, else the source tree's golden/.
+std::string default_golden_dir(const std::string& scenario_path);
+
+// RunResults from mode runs (also used by replay).
+RunResults make_results(const Scenario& scenario, const ModelSource& model, const Backend& backend,
+                        int samples, int threads, bool live, std::vector<ModeRun>& runs);
+
+}  // namespace samebits

@@ -1,0 +1,183 @@
+#include "harness/scenario/runner.h"
+
+#include <chrono>
+
+#include "absl/strings/str_cat.h"
+#include "harness/golden/digest.h"
+
+namespace samebits {
+namespace runner_detail {
+
+// An engine that runs this many steps in a row without computing a token is stuck: fail instead
+// of spinning forever.
+constexpr int64_t kMaxStalledSteps = 10000;
+
+absl::StatusOr<std::unique_ptr<Session>> open_session(const ModelSource& source, const Backend& backend,
+                                                      const EngineConfig& config,
+                                                      const std::vector<Arrival>& arrivals, int samples) {
+  auto session = std::make_unique<Session>();
+  if (absl::Status s = validate_engine_config(config, source.config); !s.ok()) return s;
+  auto model = Model::create(backend, source.config, source.weights, {config.num_blocks, config.block_size});
+  if (!model.ok()) return model.status();
+  session->model = std::move(*model);
+  auto engine = Engine::create(*session->model, config);
+  if (!engine.ok()) return engine.status();
+  session->engine = std::move(*engine);
+
+  uint64_t max_id = 0;
+  for (const Arrival& a : arrivals) max_id = std::max(max_id, a.spec.id);
+  session->sample_of_id.assign(size_t(max_id) + 1, -1);
+  for (const Arrival& a : arrivals) {
+    if (a.sample < 0) continue;
+    if (a.sample >= samples) return absl::InvalidArgumentError(absl::StrCat("sample index ", a.sample, " out of range"));
+    session->sample_of_id[size_t(a.spec.id)] = a.sample;
+  }
+  session->targets.resize(size_t(samples));
+  for (int i = 0; i < samples; ++i) session->targets[size_t(i)].sample = i;
+
+  Session* s = session.get();
+  session->engine->set_observer([s](uint64_t id, int token_index, int32_t token, std::span<const float> logits) {
+    const int sample = id < s->sample_of_id.size() ? s->sample_of_id[size_t(id)] : -1;
+    if (sample < 0) {
+      if (s->observer_error.empty()) s->observer_error = absl::StrCat("observer called for request ", id, ", not a target");
+      return;
+    }
+    TargetObservation& t = s->targets[size_t(sample)];
+    if (token_index != int(t.tokens.size())) {
+      if (s->observer_error.empty())
+        s->observer_error = absl::StrCat("sample ", sample, ": observer got token index ", token_index, ", expected ",
+                                         t.tokens.size());
+      return;
+    }
+    const uint64_t d = step_digest(token, logits);
+    t.tokens.push_back(token);
+    t.steps.push_back(d);
+    t.digest = chain_digest(t.digest, d);
+  });
+  return session;
+}
+
+absl::Status collect_finished(Session& session) {
+  for (RequestResult& r : session.engine->take_finished()) {
+    const int sample = r.id < session.sample_of_id.size() ? session.sample_of_id[size_t(r.id)] : -1;
+    if (sample < 0) continue;
+    TargetObservation& t = session.targets[size_t(sample)];
+    if (r.reason == FinishReason::kRejected)
+      return absl::InvalidArgumentError(absl::StrCat("sample ", sample, " was rejected by the engine: ", r.reject_reason));
+    if (r.tokens != t.tokens)
+      return absl::InternalError(absl::StrCat("sample ", sample, ": the engine returned ", r.tokens.size(),
+                                              " tokens that differ from the ", t.tokens.size(), " it reported"));
+    t.finish = finish_reason_name(r.reason);
+    t.prefix_hit_tokens = r.prefix_hit_tokens;
+    t.preemptions = r.preemptions;
+    ++session.targets_done;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status run_step(Session& session, const StepRecord* forced, ModeRun* out, bool keep_records) {
+  auto record = session.engine->step(forced);
+  if (!record.ok()) return record.status();
+  if (!session.observer_error.empty()) return absl::InternalError(session.observer_error);
+  session.stalled_steps = record->entries.empty() ? session.stalled_steps + 1 : 0;
+  if (session.stalled_steps > kMaxStalledSteps)
+    return absl::InternalError(absl::StrCat("the engine computed nothing for ", kMaxStalledSteps, " steps in a row"));
+  if (keep_records) out->records.push_back(std::move(*record));
+  return collect_finished(session);
+}
+
+absl::Status finish_run(Session& session, std::chrono::steady_clock::time_point start, ModeRun* out) {
+  if (absl::Status s = collect_finished(session); !s.ok()) return s;
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (session.targets_done != int(session.targets.size()))
+    return absl::InternalError(absl::StrCat("only ", session.targets_done, " of ", session.targets.size(), " samples finished"));
+  out->figures = figures_of(*session.engine, wall);
+  out->targets = std::move(session.targets);
+  return absl::OkStatus();
+}
+
+RunFigures figures_of(const Engine& engine, double wall_seconds) {
+  const EngineStats& s = engine.stats();
+  RunFigures f;
+  f.wall_seconds = wall_seconds;
+  f.engine_steps = s.steps;
+  f.tokens_generated = s.tokens_generated;
+  f.tokens_computed = s.tokens_computed;
+  f.prefix_hit_tokens = s.prefix_hit_tokens;
+  f.prefix_hit_requests = s.prefix_hit_requests;
+  f.preemptions = s.preemptions;
+  return f;
+}
+
+}  // namespace runner_detail
+
+absl::Status check_fits(const RunSetup& setup, const Workload& workload) {
+  const Scenario& sc = *setup.scenario;
+  const ModelConfig& mc = setup.model->config;
+  const int target_len = int(workload.target_prompt.size()) + sc.max_new_tokens;
+  if (mc.max_position_embeddings > 0 && target_len > mc.max_position_embeddings) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        sc.file, ": max_new_tokens: ", sc.max_new_tokens, " plus the prompt's ", workload.target_prompt.size(),
+        " tokens exceeds the model's context of ", mc.max_position_embeddings));
+  }
+  const int64_t blocks = (target_len + sc.engine.block_size - 1) / sc.engine.block_size;
+  if (blocks > sc.engine.kv_blocks) {
+    return absl::InvalidArgumentError(absl::StrCat(sc.file, ": engine.kv_blocks: ", sc.engine.kv_blocks,
+                                                   " cannot hold one sample (", blocks, " blocks needed)"));
+  }
+  for (const Arrival& a : workload.arrivals) {
+    for (int32_t t : a.spec.prompt) {
+      if (t < 0 || t >= mc.vocab_size)
+        return absl::InvalidArgumentError(absl::StrCat(sc.file, ": prompt: token ", t, " is outside the model's vocabulary of ",
+                                                       mc.vocab_size));
+    }
+    const int len = int(a.spec.prompt.size()) + a.spec.max_new_tokens;
+    if (a.sample < 0 && mc.max_position_embeddings > 0 && len > mc.max_position_embeddings) {
+      return absl::InvalidArgumentError(absl::StrCat(sc.file, ": mix.prompt_len/output_len: a background request of ", len,
+                                                     " tokens exceeds the model's context of ", mc.max_position_embeddings));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<ModeRun> run_simulated(const RunSetup& setup, const Workload& workload, Mode mode) {
+  using namespace runner_detail;
+  if (absl::Status s = check_fits(setup, workload); !s.ok()) return s;
+  const EngineConfig config = engine_config(*setup.scenario, setup.num_threads, mode);
+  auto session_or = open_session(*setup.model, *setup.backend, config, workload.arrivals, workload.samples);
+  if (!session_or.ok()) return session_or.status();
+  Session& session = **session_or;
+  Engine& engine = *session.engine;
+
+  ModeRun out;
+  out.mode = mode;
+  const auto start = std::chrono::steady_clock::now();
+  const auto& arrivals = workload.arrivals;
+  size_t next = 0;
+  int64_t sim_step = 0, engine_steps = 0;
+  int reported = -1;
+  while (next < arrivals.size() || engine.has_unfinished()) {
+    // An idle engine skips ahead to the next arrival: simulated time, not wall time.
+    if (!engine.has_unfinished() && arrivals[next].step > sim_step) sim_step = arrivals[next].step;
+    while (next < arrivals.size() && arrivals[next].step <= sim_step) {
+      engine.add_request(arrivals[next].spec);
+      out.submitted.push_back({engine_steps, arrivals[next].spec.id});
+      ++next;
+    }
+    if (engine.has_unfinished()) {
+      if (absl::Status s = run_step(session, nullptr, &out, setup.keep_records); !s.ok()) return s;
+      ++engine_steps;
+    } else if (absl::Status s = collect_finished(session); !s.ok()) {
+      return s;
+    }
+    ++sim_step;
+    if (setup.progress && session.targets_done != reported) {
+      reported = session.targets_done;
+      setup.progress(reported, workload.samples);
+    }
+  }
+  if (absl::Status s = finish_run(session, start, &out); !s.ok()) return s;
+  return out;
+}
+
+}  // namespace samebits

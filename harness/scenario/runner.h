@@ -1,0 +1,77 @@
+// Drives the engine through a workload, one mode at a time. Simulated mode: requests are
+// submitted at their scheduled step indices (an idle engine skips ahead to the next arrival);
+// an observer digests every target token's logits on the fly. Every engine step's record and
+// the engine step at which each request was submitted are kept, so the run can be written as a
+// trace and replayed exactly.
+#pragma once
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "harness/engine/engine.h"
+#include "harness/golden/results.h"
+#include "harness/scenario/scenario.h"
+#include "harness/scenario/workload.h"
+#include "models/tiny_qwen/model_source.h"
+
+namespace samebits {
+
+// Where a request entered the engine: before engine step `engine_step` ran.
+struct SubmittedAt {
+  int64_t engine_step = 0;
+  uint64_t request_id = 0;
+};
+
+// One mode's run, as the engine served it.
+struct ModeRun {
+  Mode mode = Mode::kInvariant;
+  std::vector<TargetObservation> targets;  // by sample
+  RunFigures figures;
+  std::vector<SubmittedAt> submitted;      // in submission order
+  std::vector<StepRecord> records;         // every engine step, when kept
+};
+
+struct RunSetup {
+  const Scenario* scenario = nullptr;
+  const ModelSource* model = nullptr;
+  const Backend* backend = nullptr;
+  int num_threads = 0;        // CPU backend threads (0 = OpenMP default)
+  bool keep_records = false;  // keep StepRecords (for traces)
+  // Called now and then with (target samples finished, total).
+  std::function<void(int, int)> progress;
+};
+
+// Checks that every request of the workload fits the model and the KV cache, naming the field.
+absl::Status check_fits(const RunSetup& setup, const Workload& workload);
+
+absl::StatusOr<ModeRun> run_simulated(const RunSetup& setup, const Workload& workload, Mode mode);
+
+// Pieces shared with live mode and replay.
+namespace runner_detail {
+struct Session {
+  std::unique_ptr<Model> model;
+  std::unique_ptr<Engine> engine;
+  std::vector<TargetObservation> targets;  // by sample
+  std::vector<int> sample_of_id;           // request id -> sample (or -1)
+  int targets_done = 0;
+  int64_t stalled_steps = 0;
+  std::string observer_error;  // first inconsistency the observer saw
+};
+absl::StatusOr<std::unique_ptr<Session>> open_session(const ModelSource& model, const Backend& backend,
+                                                      const EngineConfig& config,
+                                                      const std::vector<Arrival>& arrivals, int samples);
+// Collects finished requests; an error when a target was rejected or its tokens disagree with
+// what the observer saw.
+absl::Status collect_finished(Session& session);
+// Runs one step (forced when `forced`), checks progress, keeps the record when asked.
+absl::Status run_step(Session& session, const StepRecord* forced, ModeRun* out, bool keep_records);
+RunFigures figures_of(const Engine& engine, double wall_seconds);
+// Collects the last finished requests, checks that every target finished, fills out's figures
+// (wall time since `start`) and targets.
+absl::Status finish_run(Session& session, std::chrono::steady_clock::time_point start, ModeRun* out);
+}  // namespace runner_detail
+
+}  // namespace samebits

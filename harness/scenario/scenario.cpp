@@ -1,0 +1,182 @@
+#include "harness/scenario/scenario.h"
+
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "harness/golden/digest.h"
+#include "harness/scenario/yaml_fields.h"
+
+namespace samebits {
+namespace {
+
+bool safe_name(const std::string& name) {
+  if (name.empty() || name.size() > 64 || name[0] == '.') return false;
+  for (char c : name) {
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.')) return false;
+  }
+  return true;
+}
+
+void read_length(YamlFields& parent, const std::string& key, LengthDistribution* out) {
+  std::optional<YamlFields> f = parent.child(key);
+  if (!f) return;
+  std::string kind = "uniform";
+  f->read_choice("dist", &kind, {"fixed", "uniform", "normal"});
+  if (kind == "fixed") {
+    int value = out->min;
+    f->read_int("value", &value, 1, 65536, true);
+    *out = {LengthDistribution::Kind::kFixed, value, value, double(value), 0};
+  } else {
+    LengthDistribution d = *out;
+    d.kind = kind == "uniform" ? LengthDistribution::Kind::kUniform : LengthDistribution::Kind::kNormal;
+    f->read_int("min", &d.min, 1, 65536, true);
+    f->read_int("max", &d.max, 1, 65536, true);
+    if (f->status().ok() && d.max < d.min)
+      f->fail("max", absl::StrCat(d.max, " is less than min (", d.min, ")"));
+    if (kind == "normal") {
+      f->read_double("mean", &d.mean, 1, 65536, true);
+      f->read_double("stddev", &d.stddev, 0, 65536, true);
+    }
+    *out = d;
+  }
+  parent.merge(f->finish());
+}
+
+void read_arrival(YamlFields& parent, ArrivalProcess* out) {
+  std::optional<YamlFields> f = parent.child("arrival");
+  if (!f) return;
+  std::string kind = "poisson";
+  f->read_choice("process", &kind, {"poisson", "uniform", "burst"});
+  out->kind = kind == "poisson"   ? ArrivalProcess::Kind::kPoisson
+              : kind == "uniform" ? ArrivalProcess::Kind::kUniform
+                                  : ArrivalProcess::Kind::kBurst;
+  // Poisson draws multiply uniforms until below exp(-rate): keep rate where that is well-conditioned.
+  f->read_double("rate", &out->rate, 0.001, 64, true);
+  if (out->kind == ArrivalProcess::Kind::kBurst) {
+    f->read_int("burst_size", &out->burst_size, 1, 4096);
+  } else if (f->has("burst_size")) {
+    f->fail("burst_size", "only meaningful with process: burst");
+  }
+  parent.merge(f->finish());
+}
+
+}  // namespace
+
+absl::StatusOr<Scenario> parse_scenario(std::string_view text, const std::string& file) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(std::string(text));
+  } catch (const YAML::Exception& e) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(file, ":", e.mark.line + 1, ": (syntax): ", e.msg));
+  }
+  Scenario s;
+  s.file = file;
+  s.file_hash = bytes_digest(text);
+  YamlFields top(file, root, "");
+  top.read_string("name", &s.name, true);
+  if (top.status().ok() && !safe_name(s.name))
+    top.fail("name", "'" + s.name + "' is not a plain name (letters, digits, _ - . only; it names golden/<name>/)");
+  top.read_string("model", &s.model);
+  if (top.status().ok() && s.model.empty()) top.fail("model", "'' is empty (use builtin)");
+  top.read_string("prompt", &s.prompt, true);
+  if (top.status().ok() && s.prompt.empty()) top.fail("prompt", "'' is empty");
+  top.read_int("samples", &s.samples, 1, 100000, true);
+  top.read_int("max_new_tokens", &s.max_new_tokens, 1, 65536, true);
+  top.read_bool("stop_at_eos", &s.stop_at_eos);
+  int64_t seed = 0;
+  top.read_int("seed", &seed, 0, INT64_MAX);
+  s.seed = uint64_t(seed);
+
+  if (auto f = top.child("sampling")) {
+    f->read_float("temperature", &s.sampling.temperature, 0, 100);
+    f->read_int("top_k", &s.sampling.top_k, 0, 1 << 20);
+    f->read_float("top_p", &s.sampling.top_p, 1e-6f, 1);
+    int64_t sseed = 0;
+    f->read_int("seed", &sseed, 0, INT64_MAX);
+    s.sampling.seed = uint64_t(sseed);
+    top.merge(f->finish());
+  }
+  if (auto f = top.child("engine")) {
+    f->read_int("block_size", &s.engine.block_size, 1, 4096);
+    f->read_int("kv_blocks", &s.engine.kv_blocks, 1, 1 << 24);
+    f->read_int("max_tokens_per_step", &s.engine.max_tokens_per_step, 1, 1 << 20);
+    f->read_int("max_seqs", &s.engine.max_seqs, 1, 1 << 16);
+    f->read_int("max_chunk", &s.engine.max_chunk, 0, 1 << 20);
+    f->read_bool("prefix_cache", &s.engine.prefix_cache);
+    f->read_int("parallel_units", &s.engine.parallel_units, 1, 1 << 16);
+    if (f->status().ok() && s.engine.max_chunk > s.engine.max_tokens_per_step) {
+      f->fail("max_chunk", absl::StrCat(s.engine.max_chunk, " is larger than max_tokens_per_step (",
+                                        s.engine.max_tokens_per_step, ")"));
+    }
+    top.merge(f->finish());
+  }
+  if (auto f = top.child("mix")) {
+    f->read_int("background", &s.mix.background, 0, 1000000);
+    read_length(*f, "prompt_len", &s.mix.prompt_len);
+    read_length(*f, "output_len", &s.mix.output_len);
+    read_arrival(*f, &s.mix.arrival);
+    f->read_double("shared_prefix_fraction", &s.mix.shared_prefix_fraction, 0, 1);
+    top.merge(f->finish());
+  }
+  if (auto f = top.child("live")) {
+    f->read_int("clients", &s.live.clients, 1, 256);
+    f->read_int("step_us", &s.live.step_us, 0, 10000000);
+    top.merge(f->finish());
+  }
+  std::vector<std::string> modes;
+  top.read_choice_list("modes", &modes, {"default", "invariant"});
+  if (!modes.empty()) {
+    s.modes.clear();
+    for (const auto& m : modes) s.modes.push_back(*parse_mode(m));
+  }
+  top.read_choice("backend", &s.backend, {"cpu", "cuda"});
+  if (absl::Status st = top.finish(); !st.ok()) return st;
+  return s;
+}
+
+absl::StatusOr<Scenario> load_scenario(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::NotFoundError(absl::StrCat(path, ": cannot open the scenario file"));
+  std::ostringstream text;
+  text << in.rdbuf();
+  return parse_scenario(text.str(), path);
+}
+
+EngineConfig engine_config(const Scenario& scenario, int num_threads, Mode mode) {
+  EngineConfig c;
+  c.block_size = scenario.engine.block_size;
+  c.num_blocks = scenario.engine.kv_blocks;
+  c.max_tokens_per_step = scenario.engine.max_tokens_per_step;
+  c.max_seqs = scenario.engine.max_seqs;
+  c.max_chunk = scenario.engine.max_chunk;
+  c.prefix_cache = scenario.engine.prefix_cache;
+  c.exec.mode = mode;
+  c.exec.parallel_units = scenario.engine.parallel_units;
+  c.exec.num_threads = num_threads;
+  return c;
+}
+
+std::string describe(const LengthDistribution& d) {
+  switch (d.kind) {
+    case LengthDistribution::Kind::kFixed: return absl::StrCat(d.min);
+    case LengthDistribution::Kind::kUniform: return absl::StrCat("uniform[", d.min, ", ", d.max, "]");
+    case LengthDistribution::Kind::kNormal:
+      return absl::StrCat("normal(", d.mean, ", ", d.stddev, ") in [", d.min, ", ", d.max, "]");
+  }
+  return "?";
+}
+
+std::string describe(const ArrivalProcess& a) {
+  switch (a.kind) {
+    case ArrivalProcess::Kind::kPoisson: return absl::StrCat("poisson ", a.rate, "/step");
+    case ArrivalProcess::Kind::kUniform: return absl::StrCat("uniform ", a.rate, "/step");
+    case ArrivalProcess::Kind::kBurst:
+      return absl::StrCat("bursts of ", a.burst_size, " at ", a.rate, "/step");
+  }
+  return "?";
+}
+
+}  // namespace samebits

@@ -1,0 +1,53 @@
+// A trace file (JSON) holds the schedule a run actually used, enough to reproduce it exactly:
+// the model (spec + weights digest), backend, engine settings, every request (prompt tokens,
+// sampling, lengths), and per mode the engine step at which each request was submitted, every
+// engine step's record, and the digest each target sample produced.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "harness/engine/engine.h"
+#include "harness/scenario/runner.h"
+#include "harness/scenario/scenario.h"
+#include "harness/scenario/workload.h"
+#include "nlohmann/json.hpp"
+
+namespace samebits {
+
+inline constexpr int kTraceVersion = 1;
+
+struct TraceRun {
+  Mode mode = Mode::kInvariant;
+  std::vector<SubmittedAt> submitted;
+  std::vector<StepRecord> records;
+  std::vector<uint64_t> digests;  // by sample
+};
+
+struct Trace {
+  std::string scenario_name, scenario_file;
+  uint64_t scenario_hash = 0;
+  std::string model_spec;
+  uint64_t weights_digest = 0;
+  std::string backend;     // name for find_backend: cpu | cuda
+  std::string backend_id;  // the backend's id when recorded
+  int kernel_set_version = 0;
+  EngineSettings engine;
+  int threads = 0;
+  bool live = false;
+  int samples = 0;
+  std::vector<Arrival> requests;
+  std::vector<TraceRun> runs;
+};
+
+Trace make_trace(const Scenario& scenario, const Workload& workload, const ModelSource& model,
+                 const Backend& backend, int threads, bool live);
+TraceRun trace_run_of(const ModeRun& run);
+
+nlohmann::json trace_to_json(const Trace& trace);
+absl::StatusOr<Trace> trace_from_json(const nlohmann::json& json, const std::string& file);
+absl::Status write_trace(const Trace& trace, const std::string& path);
+absl::StatusOr<Trace> read_trace(const std::string& path);
+
+}  // namespace samebits

@@ -1,0 +1,207 @@
+#include "harness/scenario/yaml_fields.h"
+
+#include <cmath>
+#include <sstream>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+namespace samebits {
+
+absl::Status yaml_error(const std::string& file, const YAML::Node& node, const std::string& field,
+                        const std::string& message) {
+  std::string where = file;
+  const YAML::Mark mark = node.IsDefined() ? node.Mark() : YAML::Mark::null_mark();
+  if (!mark.is_null()) absl::StrAppend(&where, ":", mark.line + 1);
+  return absl::InvalidArgumentError(absl::StrCat(where, ": ", field, ": ", message));
+}
+
+std::string yaml_value_text(const YAML::Node& node) {
+  if (!node.IsDefined() || node.IsNull()) return "(empty)";
+  if (node.IsScalar()) {
+    std::string s = node.Scalar();
+    if (s.size() > 60) s = s.substr(0, 57) + "...";
+    return "'" + s + "'";
+  }
+  if (node.IsSequence()) return "a list";
+  return "a mapping";
+}
+
+YamlFields::YamlFields(std::string file, YAML::Node map, std::string prefix)
+    : file_(std::move(file)), map_(std::move(map)), prefix_(std::move(prefix)) {
+  if (!map_.IsMap()) {
+    set_error(yaml_error(file_, map_, prefix_.empty() ? "(top level)" : prefix_,
+                         yaml_value_text(map_) + " is not a mapping of fields"));
+  }
+}
+
+bool YamlFields::has(const std::string& key) const {
+  const YAML::Node& map = map_;
+  return status_.ok() && map[key].IsDefined();
+}
+
+YAML::Node YamlFields::lookup(const std::string& key, bool required) {
+  known_.insert(key);
+  if (!status_.ok()) return YAML::Node(YAML::NodeType::Undefined);
+  const YAML::Node& map = map_;
+  YAML::Node node = map[key];
+  if (!node.IsDefined() || node.IsNull()) {
+    if (required) set_error(yaml_error(file_, map_, field(key), "missing (required)"));
+    return YAML::Node(YAML::NodeType::Undefined);
+  }
+  return node;
+}
+
+void YamlFields::fail(const std::string& key, const std::string& message) {
+  const YAML::Node& map = map_;
+  YAML::Node node = status_.ok() ? map[key] : YAML::Node();
+  set_error(yaml_error(file_, node.IsDefined() ? node : map_, field(key), message));
+}
+
+void YamlFields::read_int(const std::string& key, int64_t* out, int64_t min, int64_t max, bool required) {
+  YAML::Node node = lookup(key, required);
+  if (!node.IsDefined()) return;
+  int64_t v = 0;
+  // Strict: the whole scalar must be an integer ("3.5", "12abc" and "0x10" are rejected).
+  std::string text = node.IsScalar() ? node.Scalar() : "";
+  std::istringstream in(text);
+  if (!node.IsScalar() || text.empty() || !(in >> v) || !in.eof()) {
+    set_error(yaml_error(file_, node, field(key), yaml_value_text(node) + " is not an integer"));
+    return;
+  }
+  if (v < min || v > max) {
+    set_error(yaml_error(file_, node, field(key),
+                         absl::StrCat(text, " is not in [", min, ", ", max, "]")));
+    return;
+  }
+  *out = v;
+}
+
+void YamlFields::read_int(const std::string& key, int* out, int min, int max, bool required) {
+  int64_t v = *out;
+  read_int(key, &v, min, max, required);
+  *out = static_cast<int>(v);
+}
+
+void YamlFields::read_double(const std::string& key, double* out, double min, double max, bool required) {
+  YAML::Node node = lookup(key, required);
+  if (!node.IsDefined()) return;
+  std::string text = node.IsScalar() ? node.Scalar() : "";
+  double v = 0;
+  std::istringstream in(text);
+  if (!node.IsScalar() || text.empty() || !(in >> v) || !in.eof() || !std::isfinite(v)) {
+    set_error(yaml_error(file_, node, field(key), yaml_value_text(node) + " is not a number"));
+    return;
+  }
+  if (v < min || v > max) {
+    set_error(yaml_error(file_, node, field(key), absl::StrCat(text, " is not in [", min, ", ", max, "]")));
+    return;
+  }
+  *out = v;
+}
+
+void YamlFields::read_float(const std::string& key, float* out, float min, float max, bool required) {
+  double v = *out;
+  read_double(key, &v, min, max, required);
+  *out = static_cast<float>(v);
+}
+
+void YamlFields::read_bool(const std::string& key, bool* out, bool required) {
+  YAML::Node node = lookup(key, required);
+  if (!node.IsDefined()) return;
+  const std::string text = node.IsScalar() ? node.Scalar() : "";
+  if (text == "true" || text == "True" || text == "yes" || text == "on") {
+    *out = true;
+  } else if (text == "false" || text == "False" || text == "no" || text == "off") {
+    *out = false;
+  } else {
+    set_error(yaml_error(file_, node, field(key), yaml_value_text(node) + " is not true or false"));
+  }
+}
+
+void YamlFields::read_string(const std::string& key, std::string* out, bool required) {
+  YAML::Node node = lookup(key, required);
+  if (!node.IsDefined()) return;
+  if (!node.IsScalar()) {
+    set_error(yaml_error(file_, node, field(key), yaml_value_text(node) + " is not a string"));
+    return;
+  }
+  *out = node.Scalar();
+}
+
+void YamlFields::read_choice(const std::string& key, std::string* out,
+                             const std::vector<std::string>& allowed, bool required) {
+  YAML::Node node = lookup(key, required);
+  if (!node.IsDefined()) return;
+  const std::string text = node.IsScalar() ? node.Scalar() : "";
+  for (const auto& a : allowed) {
+    if (node.IsScalar() && text == a) {
+      *out = text;
+      return;
+    }
+  }
+  set_error(yaml_error(file_, node, field(key),
+                       yaml_value_text(node) + " is not one of " + absl::StrJoin(allowed, ", ")));
+}
+
+void YamlFields::read_choice_list(const std::string& key, std::vector<std::string>* out,
+                                  const std::vector<std::string>& allowed, bool required) {
+  YAML::Node node = lookup(key, required);
+  if (!node.IsDefined()) return;
+  std::vector<YAML::Node> items;
+  if (node.IsScalar()) {
+    items.push_back(node);
+  } else if (node.IsSequence()) {
+    for (const auto& item : node) items.push_back(item);
+  } else {
+    set_error(yaml_error(file_, node, field(key), yaml_value_text(node) + " is not a list"));
+    return;
+  }
+  if (items.empty()) {
+    set_error(yaml_error(file_, node, field(key), "an empty list (name at least one)"));
+    return;
+  }
+  std::vector<std::string> values;
+  for (const auto& item : items) {
+    bool ok = false;
+    for (const auto& a : allowed) ok = ok || (item.IsScalar() && item.Scalar() == a);
+    if (!ok) {
+      set_error(yaml_error(file_, item, field(key),
+                           yaml_value_text(item) + " is not one of " + absl::StrJoin(allowed, ", ")));
+      return;
+    }
+    for (const auto& v : values) {
+      if (v == item.Scalar()) {
+        set_error(yaml_error(file_, item, field(key), yaml_value_text(item) + " is listed twice"));
+        return;
+      }
+    }
+    values.push_back(item.Scalar());
+  }
+  *out = std::move(values);
+}
+
+std::optional<YamlFields> YamlFields::child(const std::string& key, bool required) {
+  YAML::Node node = lookup(key, required);
+  if (!node.IsDefined()) return std::nullopt;
+  if (!node.IsMap()) {
+    set_error(yaml_error(file_, node, field(key), yaml_value_text(node) + " is not a mapping of fields"));
+    return std::nullopt;
+  }
+  return YamlFields(file_, node, field(key));
+}
+
+absl::Status YamlFields::finish() {
+  if (!status_.ok()) return status_;
+  std::vector<std::string> expected(known_.begin(), known_.end());
+  for (const auto& kv : map_) {
+    const std::string key = kv.first.IsScalar() ? kv.first.Scalar() : "(non-scalar key)";
+    if (!known_.count(key)) {
+      return yaml_error(file_, kv.first, field(key),
+                        "unknown field (expected one of: " + absl::StrJoin(expected, ", ") + ")");
+    }
+  }
+  return status_;
+}
+
+}  // namespace samebits

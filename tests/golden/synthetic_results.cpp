@@ -1,0 +1,53 @@
+#include "tests/golden/synthetic_results.h"
+
+#include <vector>
+
+#include "harness/golden/digest.h"
+
+namespace samebits::testing {
+
+TargetObservation synthetic_observation(int sample, int length, int fork_at, int logit_fork_at) {
+  TargetObservation o;
+  o.sample = sample;
+  o.finish = "max_tokens";
+  const std::string text = "Richard Feynman was an American theoretical physicist, born in Queens, New York.";
+  for (int i = 0; i < length; ++i) {
+    int32_t token = static_cast<unsigned char>(text[size_t(i) % text.size()]);
+    if (fork_at >= 0 && i >= fork_at) token = 'A' + (i % 26);
+    std::vector<float> logits(8, 0.25f * float(i));
+    logits[size_t(i % 8)] = 1.0f;
+    if (logit_fork_at >= 0 && i >= logit_fork_at) logits[0] += 1e-6f;  // same token, other bits
+    o.tokens.push_back(token);
+    const uint64_t d = step_digest(token, logits);
+    o.steps.push_back(d);
+    o.digest = chain_digest(o.digest, d);
+  }
+  return o;
+}
+
+RunResults synthetic_results(int samples, const std::map<int, int>& forks, Mode mode) {
+  std::vector<TargetObservation> obs;
+  for (int s = 0; s < samples; ++s) {
+    auto it = forks.find(s);
+    obs.push_back(synthetic_observation(s, 24, it == forks.end() ? -1 : it->second,
+                                        it == forks.end() ? -1 : it->second));
+  }
+  RunResults r;
+  r.scenario_name = "synthetic";
+  r.scenario_file = "scenarios/synthetic.yaml";
+  r.scenario_hash = 0x1111222233334444ull;
+  r.model_spec = "builtin";
+  r.model_description = "synthetic streams";
+  r.weights_digest = 0x5555666677778888ull;
+  r.backend_id = "cpu";
+  r.backend_description = "test";
+  r.kernel_set_version = 1;
+  r.samples = samples;
+  RunFigures f;
+  f.wall_seconds = 2.0;
+  f.tokens_generated = 24 * samples;
+  r.modes.push_back(analyze_mode(mode, obs, f));
+  return r;
+}
+
+}  // namespace samebits::testing
