@@ -1,6 +1,7 @@
 // fp64 references (std:: math is fine here: references are not kernels).
 #include "tests/kernels/reference.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace samebits::testing {
@@ -77,6 +78,39 @@ std::vector<double> reference_silu_mul(const std::vector<bf16>& gate, const std:
     out[i] = g / (1.0 + std::exp(-g)) * double(to_float(up[i]));
   }
   return out;
+}
+
+namespace {
+
+float tree16(const float* lanes) {
+  float t8[8], t4[4];
+  for (int i = 0; i < 8; ++i) t8[i] = lanes[2 * i] + lanes[2 * i + 1];
+  for (int i = 0; i < 4; ++i) t4[i] = t8[2 * i] + t8[2 * i + 1];
+  return (t4[0] + t4[1]) + (t4[2] + t4[3]);
+}
+
+template <typename Term>
+float lane_order(int64_t n, int parts, Term term) {
+  int64_t part_len = (n + parts - 1) / parts;
+  part_len = (part_len + 15) / 16 * 16;
+  float total = 0.f;
+  for (int64_t begin = 0; begin < n; begin += part_len) {
+    float lanes[16] = {};
+    for (int64_t k = begin; k < std::min(n, begin + part_len); ++k) lanes[(k - begin) % 16] += term(k);
+    const float part = tree16(lanes);
+    total = begin == 0 ? part : total + part;
+  }
+  return total;
+}
+
+}  // namespace
+
+float lane_order_dot(const bf16* x, const bf16* w, int64_t K, int parts) {
+  return lane_order(K, parts, [&](int64_t k) { return to_float(x[k]) * to_float(w[k]); });
+}
+
+float lane_order_sum_squares(const float* h, int64_t n, int parts) {
+  return lane_order(n, parts, [&](int64_t k) { return h[k] * h[k]; });
 }
 
 }  // namespace samebits::testing

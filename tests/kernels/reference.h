@@ -35,6 +35,12 @@ std::vector<double> reference_rope(const std::vector<bf16>& v, const std::vector
 // silu(g) * u in double.
 std::vector<double> reference_silu_mul(const std::vector<bf16>& gate, const std::vector<bf16>& up);
 
+// The documented fp32 order, spelled out one scalar at a time: lane l sums x[k] * w[k] for
+// k ≡ l (mod 16) of each part (part length = round_up(ceil(K / parts), 16)), lanes combined in the
+// pairwise tree, parts added in order. Kernels must match it bit for bit.
+float lane_order_dot(const bf16* x, const bf16* w, int64_t K, int parts);
+float lane_order_sum_squares(const float* h, int64_t n, int parts);
+
 inline ExecContext make_ctx(Mode mode, int threads = 1, int parallel_units = kDefaultParallelUnits) {
   ExecContext ctx;
   ctx.mode = mode;

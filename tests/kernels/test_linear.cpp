@@ -107,6 +107,24 @@ TEST_P(LinearCorrectness, MatchesFp64Reference) {
   }
 }
 
+TEST_P(LinearCorrectness, FollowsTheDocumentedLaneOrderBitForBit) {
+  // The vectorised kernel against the order written out one scalar at a time (reference.cpp).
+  const LinearCase& c = GetParam();
+  auto x = random_bf16(size_t(c.M * c.K), 13 + c.M);
+  auto w = random_bf16(size_t(c.N * c.K), 29 + c.N);
+  auto bias = random_bf16(size_t(c.N), 31);
+  const bf16* b = c.bias ? bias.data() : nullptr;
+  LinearRun run = run_linear(make_ctx(c.mode, 2), x, w, b, c.M, c.N, c.K, true);
+  const int split_k = plan_matmul(c.mode, c.M, c.N, c.K, kDefaultParallelUnits).split_k;
+  for (int64_t m = 0; m < c.M; ++m) {
+    for (int64_t n = 0; n < c.N; ++n) {
+      float expected = lane_order_dot(x.data() + m * c.K, w.data() + n * c.K, c.K, split_k);
+      if (b != nullptr) expected = expected + to_float(b[n]);
+      ASSERT_EQ(float_bits(run.y_f32[m * c.N + n]), float_bits(expected)) << "row " << m << " column " << n;
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Cases, LinearCorrectness, ::testing::ValuesIn(correctness_cases()),
                          [](const auto& info) { return info.param.name(); });
 

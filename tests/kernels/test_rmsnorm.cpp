@@ -100,6 +100,31 @@ TEST_P(RmsNormCorrectness, MatchesFp64Reference) {
   }
 }
 
+TEST_P(RmsNormCorrectness, FollowsTheDocumentedOrderBitForBit) {
+  // The kernel against its documented fp32 arithmetic, one scalar at a time.
+  const NormCase& c = GetParam();
+  const size_t n = size_t(c.rows * c.dim);
+  auto x = random_bf16(n, 51 + c.dim, 2.0f);
+  auto residual = random_bf16(n, 53 + c.rows, 2.0f);
+  auto weight = random_bf16(size_t(c.dim), 57, 1.5f);
+  NormRun run = run_rmsnorm(make_ctx(c.mode, 2), x, c.residual ? &residual : nullptr, weight, c.rows,
+                            c.dim, c.in_place);
+  const int parts = plan_row_reduce(c.mode, c.rows, c.dim, kDefaultParallelUnits).parts;
+  std::vector<float> h(static_cast<size_t>(c.dim));
+  for (int64_t r = 0; r < c.rows; ++r) {
+    for (int64_t i = 0; i < c.dim; ++i) {
+      float v = to_float(x[r * c.dim + i]);
+      h[i] = c.residual ? round_bf16(v + to_float(residual[r * c.dim + i])) : v;
+    }
+    const float ss = lane_order_sum_squares(h.data(), c.dim, parts);
+    const float inv = 1.0f / std::sqrt(ss / float(c.dim) + 1e-6f);
+    for (int64_t i = 0; i < c.dim; ++i) {
+      const bf16 expected = to_bf16(round_bf16(h[i] * inv) * to_float(weight[i]));
+      ASSERT_EQ(run.y[r * c.dim + i].bits, expected.bits) << "row " << r << " element " << i;
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Cases, RmsNormCorrectness, ::testing::ValuesIn(correctness_cases()),
                          [](const auto& info) { return info.param.name(); });
 
