@@ -208,30 +208,33 @@ std::vector<BadCase> bad_cases() {
   return cases;
 }
 
-TEST(CheckpointErrors, EveryDamagedFileGivesOneLineNamingFileAndTensor) {
-  for (const BadCase& c : bad_cases()) {
-    SCOPED_TRACE(c.name);
-    t::TempDir dir;
-    const ModelConfig config = t::small_qwen3_config();
-    t::write_checkpoint(dir.path(), t::hf_config_json(config), t::checkpoint_entries(config, "BF16"), c.shards);
-    ASSERT_TRUE(load_hf_checkpoint(dir.path()).ok()) << "the undamaged checkpoint must load";
-    c.damage(dir.path());
-    auto r = load_hf_checkpoint(dir.path());
-    ASSERT_FALSE(r.ok());
-    std::string msg(r.status().message());
-    // Print without the temp directory, so that the log reads the same every run.
-    std::string shown = msg;
-    for (size_t p; (p = shown.find(dir.path())) != std::string::npos;) shown.replace(p, dir.path().size(), "<dir>");
-    std::printf("  case %-32s shards=%d -> %s\n", c.name.c_str(), c.shards, shown.c_str());
-    EXPECT_EQ(msg.find('\n'), std::string::npos) << "one line: " << msg;
-    const std::string file = c.file.empty() ? dir.path() : path_in(dir.path(), c.file);
-    EXPECT_NE(msg.find(file), std::string::npos) << "names the file: " << msg;
-    if (!c.tensor.empty()) {
-      EXPECT_NE(msg.find("'" + c.tensor + "'"), std::string::npos) << "names the tensor: " << msg;
-    }
-    EXPECT_NE(msg.find(c.phrase), std::string::npos) << msg;
+class CheckpointErrors : public ::testing::TestWithParam<BadCase> {};
+
+TEST_P(CheckpointErrors, OneLineNamingFileAndTensor) {
+  const BadCase& c = GetParam();
+  t::TempDir dir;
+  const ModelConfig config = t::small_qwen3_config();
+  t::write_checkpoint(dir.path(), t::hf_config_json(config), t::checkpoint_entries(config, "BF16"), c.shards);
+  ASSERT_TRUE(load_hf_checkpoint(dir.path()).ok()) << "the undamaged checkpoint must load";
+  c.damage(dir.path());
+  auto r = load_hf_checkpoint(dir.path());
+  ASSERT_FALSE(r.ok());
+  std::string msg(r.status().message());
+  // Print without the temp directory, so that the log reads the same every run.
+  std::string shown = msg;
+  for (size_t p; (p = shown.find(dir.path())) != std::string::npos;) shown.replace(p, dir.path().size(), "<dir>");
+  std::printf("  case %-32s shards=%d -> %s\n", c.name.c_str(), c.shards, shown.c_str());
+  EXPECT_EQ(msg.find('\n'), std::string::npos) << "one line: " << msg;
+  const std::string file = c.file.empty() ? dir.path() : path_in(dir.path(), c.file);
+  EXPECT_NE(msg.find(file), std::string::npos) << "names the file: " << msg;
+  if (!c.tensor.empty()) {
+    EXPECT_NE(msg.find("'" + c.tensor + "'"), std::string::npos) << "names the tensor: " << msg;
   }
+  EXPECT_NE(msg.find(c.phrase), std::string::npos) << msg;
 }
+
+INSTANTIATE_TEST_SUITE_P(DamagedCheckpoints, CheckpointErrors, ::testing::ValuesIn(bad_cases()),
+                         [](const ::testing::TestParamInfo<BadCase>& info) { return info.param.name; });
 
 }  // namespace
 }  // namespace samebits
