@@ -182,7 +182,13 @@ absl::StatusOr<StepResult> run_step(PagedCache& cache, const std::vector<StepPar
                         : plan_attention(options.mode, a.num_seqs, a.num_kv_heads, max_context,
                                          options.parallel_units);
   a.out = out.data();
+  const std::vector<bf16> k_before(cache.k().data(), cache.k().data() + cache.k().size());
+  const std::vector<bf16> v_before(cache.v().data(), cache.v().data() + cache.v().size());
   if (absl::Status st = cpu_attention(ctx, a); !st.ok()) return st;
+  if (std::memcmp(k_before.data(), cache.k().data(), k_before.size() * sizeof(bf16)) != 0 ||
+      std::memcmp(v_before.data(), cache.v().data(), v_before.size() * sizeof(bf16)) != 0) {
+    return absl::InternalError("attention changed the KV cache");
+  }
   for (const Guarded<bf16>* g : {&out, &cache.k(), &cache.v()}) {
     if (std::string why = g->check_guards(); !why.empty()) return absl::InternalError(why);
   }

@@ -81,7 +81,7 @@ struct StepResult {
 };
 
 // Writes the step's K/V through cpu_kv_write, then runs cpu_attention. A write outside the output
-// or cache buffers is reported as an error.
+// or cache buffers, or any change of the caches by attention, is reported as an error.
 absl::StatusOr<StepResult> run_step(PagedCache& cache, const std::vector<StepPart>& parts,
                                     const StepOptions& options);
 
