@@ -4,6 +4,7 @@
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -39,6 +40,9 @@ class Model {
 
   // logits: resized to logit_rows.size() * vocab_size, fp32, row-major.
   absl::Status forward(const ExecContext& ctx, const ForwardBatch& batch, std::vector<float>* logits);
+  // One token per logit row of the last forward(), drawn by the backend's sample op from the
+  // logits still in backend memory. rows.size() must equal that forward's logit_rows.size().
+  absl::Status sample(const ExecContext& ctx, std::span<const SamplingRow> rows, std::vector<int32_t>* tokens);
 
   const ModelConfig& config() const;
   const Backend& backend() const;

@@ -1,0 +1,68 @@
+#include "models/tiny_qwen/batch_check.h"
+
+#include "absl/strings/str_cat.h"
+
+namespace samebits {
+namespace {
+
+absl::Status bad(const std::string& what) { return absl::InvalidArgumentError(absl::StrCat("forward: ", what)); }
+
+}  // namespace
+
+absl::Status check_forward_batch(const ForwardBatch& b, const ModelConfig& config, KvCacheShape kv) {
+  const int64_t T = int64_t(b.tokens.size());
+  const int64_t S = int64_t(b.context_lens.size());
+  if (T == 0) return bad("the batch has no tokens");
+  if (int64_t(b.positions.size()) != T || int64_t(b.slot_mapping.size()) != T) {
+    return bad(absl::StrCat("tokens has ", T, " entries but positions ", b.positions.size(), " and slot_mapping ",
+                            b.slot_mapping.size()));
+  }
+  if (S == 0 || int64_t(b.query_start.size()) != S + 1) {
+    return bad(absl::StrCat("query_start has ", b.query_start.size(), " entries for ", S, " sequences"));
+  }
+  if (b.max_blocks_per_seq <= 0 || int64_t(b.block_tables.size()) != S * b.max_blocks_per_seq) {
+    return bad(absl::StrCat("block_tables has ", b.block_tables.size(), " entries for ", S, " sequences x ",
+                            b.max_blocks_per_seq, " blocks"));
+  }
+  if (b.query_start[0] != 0 || b.query_start[size_t(S)] != T) {
+    return bad(absl::StrCat("query_start must run from 0 to ", T));
+  }
+  const int64_t max_context = int64_t(b.max_blocks_per_seq) * kv.block_size;
+  for (int64_t s = 0; s < S; ++s) {
+    const int64_t q_len = b.query_start[size_t(s) + 1] - b.query_start[size_t(s)];
+    const int64_t ctx = b.context_lens[size_t(s)];
+    if (q_len < 1) return bad(absl::StrCat("sequence ", s, " has ", q_len, " query tokens"));
+    if (ctx < q_len || ctx > max_context || ctx > config.max_position_embeddings) {
+      return bad(absl::StrCat("sequence ", s, ": context_lens ", ctx, " is below its ", q_len,
+                              " query tokens or beyond ", std::min<int64_t>(max_context, config.max_position_embeddings)));
+    }
+    for (int64_t j = 0; j < b.max_blocks_per_seq; ++j) {
+      const int32_t block = b.block_tables[size_t(s * b.max_blocks_per_seq + j)];
+      if (block < 0 || block >= kv.num_blocks) {
+        return bad(absl::StrCat("block_tables[", s, "][", j, "] = ", block, " is outside [0, ", kv.num_blocks, ")"));
+      }
+    }
+  }
+  const int64_t num_slots = int64_t(kv.num_blocks) * kv.block_size;
+  for (int64_t t = 0; t < T; ++t) {
+    if (b.tokens[size_t(t)] < 0 || b.tokens[size_t(t)] >= config.vocab_size) {
+      return bad(absl::StrCat("tokens[", t, "] = ", b.tokens[size_t(t)], " is outside the vocabulary [0, ",
+                              config.vocab_size, ")"));
+    }
+    if (b.positions[size_t(t)] < 0 || b.positions[size_t(t)] >= config.max_position_embeddings) {
+      return bad(absl::StrCat("positions[", t, "] = ", b.positions[size_t(t)], " is outside [0, ",
+                              config.max_position_embeddings, ")"));
+    }
+    if (b.slot_mapping[size_t(t)] < -1 || b.slot_mapping[size_t(t)] >= num_slots) {
+      return bad(absl::StrCat("slot_mapping[", t, "] = ", b.slot_mapping[size_t(t)], " is outside [-1, ", num_slots, ")"));
+    }
+  }
+  for (size_t r = 0; r < b.logit_rows.size(); ++r) {
+    if (b.logit_rows[r] < 0 || b.logit_rows[r] >= T) {
+      return bad(absl::StrCat("logit_rows[", r, "] = ", b.logit_rows[r], " is outside [0, ", T, ")"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace samebits

@@ -1,0 +1,60 @@
+#include "models/tiny_qwen/device_weights.h"
+
+#include <map>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+namespace samebits {
+
+absl::StatusOr<DeviceWeights> upload_weights(const Backend& backend, const ModelConfig& config,
+                                             const HostWeights& weights) {
+  DeviceWeights out;
+  std::map<std::string, const bf16*> uploaded;
+  for (const auto& [name, shape] : expected_tensor_shapes(config)) {
+    auto it = weights.tensors.find(name);
+    if (it == weights.tensors.end()) return absl::NotFoundError(absl::StrCat("weights: tensor ", name, " is missing"));
+    const HostTensor& t = it->second;
+    int64_t numel = 1;
+    for (int64_t d : shape) numel *= d;
+    if (t.shape != shape || int64_t(t.data.size()) != numel) {
+      return absl::InvalidArgumentError(absl::StrCat("weights: tensor ", name, " has shape [",
+                                                     absl::StrJoin(t.shape, ","), "] with ", t.data.size(),
+                                                     " values, expected [", absl::StrJoin(shape, ","), "]"));
+    }
+    absl::StatusOr<DeviceBuffer> buf = DeviceBuffer::allocate(backend, t.data.size() * sizeof(bf16));
+    if (!buf.ok()) return buf.status();
+    if (absl::Status s = backend.upload(buf->as<void>(), t.data.data(), buf->bytes()); !s.ok()) return s;
+    uploaded[name] = buf->as<bf16>();
+    out.storage.push_back(*std::move(buf));
+  }
+  auto get = [&](const std::string& name) -> const bf16* {
+    auto it = uploaded.find(name);
+    return it == uploaded.end() ? nullptr : it->second;
+  };
+  out.embed_tokens = get("model.embed_tokens.weight");
+  out.final_norm = get("model.norm.weight");
+  out.lm_head = config.tie_word_embeddings ? out.embed_tokens : get("lm_head.weight");
+  for (int i = 0; i < config.num_layers; ++i) {
+    const std::string p = absl::StrCat("model.layers.", i, ".");
+    LayerWeights l;
+    l.input_norm = get(p + "input_layernorm.weight");
+    l.post_attention_norm = get(p + "post_attention_layernorm.weight");
+    l.q_proj = get(p + "self_attn.q_proj.weight");
+    l.k_proj = get(p + "self_attn.k_proj.weight");
+    l.v_proj = get(p + "self_attn.v_proj.weight");
+    l.o_proj = get(p + "self_attn.o_proj.weight");
+    l.q_bias = get(p + "self_attn.q_proj.bias");
+    l.k_bias = get(p + "self_attn.k_proj.bias");
+    l.v_bias = get(p + "self_attn.v_proj.bias");
+    l.q_norm = get(p + "self_attn.q_norm.weight");
+    l.k_norm = get(p + "self_attn.k_norm.weight");
+    l.gate_proj = get(p + "mlp.gate_proj.weight");
+    l.up_proj = get(p + "mlp.up_proj.weight");
+    l.down_proj = get(p + "mlp.down_proj.weight");
+    out.layers.push_back(l);
+  }
+  return out;
+}
+
+}  // namespace samebits

@@ -1,0 +1,36 @@
+// The model's weights in backend memory, one upload per tensor, checked against the shapes the
+// configuration requires.
+#pragma once
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "kernels/backend.h"
+#include "models/tiny_qwen/config.h"
+#include "models/tiny_qwen/device_buffer.h"
+#include "models/tiny_qwen/weights.h"
+
+namespace samebits {
+
+struct LayerWeights {
+  const bf16* input_norm = nullptr;
+  const bf16* post_attention_norm = nullptr;
+  const bf16 *q_proj = nullptr, *k_proj = nullptr, *v_proj = nullptr, *o_proj = nullptr;
+  const bf16 *q_bias = nullptr, *k_bias = nullptr, *v_bias = nullptr;  // attention_bias only
+  const bf16 *q_norm = nullptr, *k_norm = nullptr;                       // qk_norm only
+  const bf16 *gate_proj = nullptr, *up_proj = nullptr, *down_proj = nullptr;
+};
+
+struct DeviceWeights {
+  const bf16* embed_tokens = nullptr;
+  const bf16* final_norm = nullptr;
+  const bf16* lm_head = nullptr;  // == embed_tokens when tied
+  std::vector<LayerWeights> layers;
+  std::vector<DeviceBuffer> storage;
+};
+
+// Every tensor of expected_tensor_shapes(config) must be present with that shape; tensors the
+// configuration does not use are ignored. Errors name the tensor.
+absl::StatusOr<DeviceWeights> upload_weights(const Backend& backend, const ModelConfig& config,
+                                             const HostWeights& weights);
+
+}  // namespace samebits
