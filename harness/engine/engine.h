@@ -104,6 +104,8 @@ class Engine {
   // Internal consistency (block reference counts, free list) for tests; empty when consistent.
   std::string check_invariants() const;
   int free_blocks() const;
+  int num_waiting() const;  // queued, including preempted requests waiting for recompute
+  int num_running() const;
 
  private:
   Engine();
