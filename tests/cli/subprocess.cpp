@@ -1,0 +1,44 @@
+#include "tests/cli/subprocess.h"
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace samebits::testing {
+
+std::string temp_path(const std::string& name) {
+  static int counter = 0;
+  auto p = std::filesystem::temp_directory_path() /
+           ("samebits_cli_" + std::to_string(::getpid()) + "_" + std::to_string(counter++) + "_" + name);
+  std::filesystem::remove_all(p);
+  return p.string();
+}
+
+namespace {
+std::string slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+}  // namespace
+
+Outcome run_samebits(const std::string& args) {
+  const std::string out = temp_path("stdout"), err = temp_path("stderr");
+  const std::string cmd = std::string("cd '") + SAMEBITS_SOURCE_DIR + "' && '" + SAMEBITS_EXE + "' " + args + " >'" +
+                          out + "' 2>'" + err + "' </dev/null";
+  const int status = std::system(cmd.c_str());
+  Outcome o;
+  o.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  o.out = slurp(out);
+  o.err = slurp(err);
+  std::filesystem::remove(out);
+  std::filesystem::remove(err);
+  return o;
+}
+
+}  // namespace samebits::testing

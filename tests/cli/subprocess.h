@@ -1,0 +1,16 @@
+// Runs the samebits executable with arguments and captures its exit code, stdout and stderr.
+#pragma once
+#include <string>
+
+namespace samebits::testing {
+
+struct Outcome {
+  int code = -1;
+  std::string out, err;
+};
+// `args` is appended to the executable's path as shell words; the working directory is the
+// source tree, so relative scenario paths work.
+Outcome run_samebits(const std::string& args);
+std::string temp_path(const std::string& name);  // a fresh path under the temp folder
+
+}  // namespace samebits::testing

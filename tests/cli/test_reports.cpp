@@ -1,0 +1,79 @@
+// Reports from synthetic results: the table's columns, Markdown, JUnit XML (pass, failure,
+// skipped), and the progress line staying silent when disabled.
+#include "gtest/gtest.h"
+#include "harness/report/report.h"
+#include "tests/golden/synthetic_results.h"
+
+namespace samebits {
+namespace {
+
+using testing::synthetic_results;
+
+RunResults two_modes() {
+  RunResults r = synthetic_results(10, {{3, 5}, {7, 5}, {9, 12}}, Mode::kDefault);
+  r.modes.push_back(synthetic_results(10, {}, Mode::kInvariant).modes[0]);
+  r.modes[0].golden = {"pass", "10 samples match"};
+  r.modes[1].golden = {"not comparable", "weights digest differs (golden a, run b)"};
+  return r;
+}
+
+TEST(Reports, TableHasOneRowPerModeWithTheFigures) {
+  const std::string t = format_table(two_modes());
+  EXPECT_NE(t.find("mode"), std::string::npos);
+  EXPECT_NE(t.find("golden"), std::string::npos);
+  EXPECT_NE(t.find("tokens/s"), std::string::npos);
+  // default: 3 completions, 3 streams, first divergences at 5; invariant: 1, 1, none.
+  EXPECT_NE(t.find("default           3        3          5          5 pass"), std::string::npos) << t;
+  EXPECT_NE(t.find("invariant         1        1          -          - not comparable"), std::string::npos) << t;
+  EXPECT_NE(t.find("2 x fork at token   5"), std::string::npos) << t;
+  EXPECT_NE(t.find("weights digest differs"), std::string::npos) << t;
+}
+
+TEST(Reports, TableFlagsInvariantDivergence) {
+  RunResults r = synthetic_results(4, {{1, 2}}, Mode::kInvariant);
+  EXPECT_FALSE(invariance_holds(r.modes[0]));
+  EXPECT_NE(format_table(r).find("NOT INVARIANT"), std::string::npos);
+  EXPECT_TRUE(invariance_holds(synthetic_results(4, {{1, 2}}, Mode::kDefault).modes[0]));
+}
+
+TEST(Reports, MarkdownSummary) {
+  const std::string md = format_markdown(two_modes());
+  EXPECT_EQ(md.rfind("# samebits: synthetic passed", 0), 0u) << md;
+  EXPECT_NE(md.find("| default | 3 | 3 | 5 | 5 | pass |"), std::string::npos) << md;
+  EXPECT_NE(md.find("## invariant mode"), std::string::npos);
+  EXPECT_NE(md.find("| 2 | 5 | `Richa` |"), std::string::npos) << md;
+}
+
+TEST(Reports, JunitPassFailSkip) {
+  RunResults r = two_modes();
+  std::string xml = format_junit(r);
+  EXPECT_NE(xml.find("tests=\"3\" failures=\"0\" skipped=\"1\""), std::string::npos) << xml;
+  EXPECT_NE(xml.find("name=\"invariant.invariance\""), std::string::npos);
+  EXPECT_NE(xml.find("<skipped message=\"not comparable: weights digest differs"), std::string::npos) << xml;
+  r.modes[0].golden = {"mismatch", "default: sample 3 first differs at step 5 <&>"};
+  xml = format_junit(r);
+  EXPECT_NE(xml.find("failures=\"1\""), std::string::npos) << xml;
+  EXPECT_NE(xml.find("<failure message=\"default: sample 3 first differs at step 5 &lt;&amp;&gt;\"/>"), std::string::npos) << xml;
+  RunResults broken = synthetic_results(4, {{1, 2}}, Mode::kInvariant);
+  EXPECT_NE(format_junit(broken).find("2 unique completions and 2 unique logit streams"), std::string::npos);
+}
+
+TEST(Reports, DisabledProgressLinePrintsNothing) {
+  ::testing::internal::CaptureStderr();
+  {
+    ProgressLine p("default", false);
+    p.update(1, 10);
+    p.update(10, 10);
+  }
+  EXPECT_EQ(::testing::internal::GetCapturedStderr(), "");
+  ::testing::internal::CaptureStderr();
+  {
+    ProgressLine p("default", true);
+    p.update(3, 10);
+  }
+  const std::string shown = ::testing::internal::GetCapturedStderr();
+  EXPECT_NE(shown.find("[default] 3/10 samples"), std::string::npos) << shown;
+}
+
+}  // namespace
+}  // namespace samebits
