@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,8 @@ struct LinearCase {
                         f32_out ? "_f32" : "_bf16");
   }
 };
+// gtest prints parameters with this (ctest's test names show the readable case).
+void PrintTo(const LinearCase& c, std::ostream* os) { *os << c.name(); }
 
 // Output bytes of one linear call (bf16 or fp32), in guarded buffers whose guards must stay intact.
 struct LinearRun {
@@ -136,6 +139,8 @@ struct SweepCase {
   bool f32_out;
   std::string name() const { return absl::StrCat(shape, f32_out ? "_f32" : "_bf16"); }
 };
+// gtest prints parameters with this (ctest's test names show the readable case).
+void PrintTo(const SweepCase& c, std::ostream* os) { *os << c.name(); }
 
 const int64_t kBatchSizes[] = {1, 2, 3, 7, 8, 16, 31, 64, 100, 128, 255, 256, 512};
 const int kThreadCounts[] = {1, 2, 16};

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <iostream>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,8 @@ struct NormCase {
                         residual ? "_residual" : "", in_place ? "_inplace" : "");
   }
 };
+// gtest prints parameters with this (ctest's test names show the readable case).
+void PrintTo(const NormCase& c, std::ostream* os) { *os << c.name(); }
 
 struct NormRun {
   std::vector<bf16> y, residual;  // residual: the updated residual stream (empty without one)
@@ -207,6 +210,8 @@ struct NormSweepCase {
   bool residual;
   std::string name() const { return absl::StrCat("dim", dim, residual ? "_residual" : ""); }
 };
+// gtest prints parameters with this (ctest's test names show the readable case).
+void PrintTo(const NormSweepCase& c, std::ostream* os) { *os << c.name(); }
 
 
 struct NormSweepResult {

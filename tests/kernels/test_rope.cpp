@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,8 @@ struct RopeCase {
                         int64_t(theta), "_maxpos", max_position);
   }
 };
+// gtest prints parameters with this (ctest's test names show the readable case).
+void PrintTo(const RopeCase& c, std::ostream* os) { *os << c.name(); }
 
 struct RopeRun {
   std::vector<bf16> q, k;

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,8 @@ struct SiluCase {
   float gate_scale;
   std::string name() const { return absl::StrCat("T", T, "_F", F, "_gate", int(gate_scale)); }
 };
+// gtest prints parameters with this (ctest's test names show the readable case).
+void PrintTo(const SiluCase& c, std::ostream* os) { *os << c.name(); }
 
 class SiluMulCorrectness : public ::testing::TestWithParam<SiluCase> {};
 
