@@ -1,19 +1,18 @@
 // Paged attention and KV write, both modes, at the tiny model's shape (4q/2kv, head_dim 64) and
 // Qwen3-0.6B's (16q/8kv, head_dim 128), block size 16:
-//   attention_decode/<mode>/<shape>/batch:B/ctx:C    B decodes at context C (B in 1, 16, 64)
-//   attention_prefill/<mode>/<shape>/chunk:Q/cached:P one sequence, Q new tokens over P cached
-//   kv_write/<mode>/<shape>/tokens:T
+//   attention_decode/<mode>/<model>/batch:B/ctx:C    B decodes at context C (B in 1, 16, 64)
+//   attention_prefill/<mode>/<model>/chunk:Q/cached:P one sequence, Q new tokens over P cached
+//   kv_write/<mode>/<model>/tokens:T
 // The KV of every step is written before timing; only the attention call is timed. The plan comes
 // from plan_attention(mode, ...) exactly as the model asks for it.
-#include <benchmark/benchmark.h>
-
 #include <cmath>
 #include <string>
 #include <vector>
 
+#include "bench/kernels/bench_common.h"
 #include "kernels/cpu/cpu_ops.h"
 
-namespace samebits {
+namespace samebits::bench {
 namespace {
 
 struct BenchShape {
@@ -21,18 +20,8 @@ struct BenchShape {
   int num_q_heads, num_kv_heads, head_dim;
 };
 constexpr BenchShape kTiny{"tiny", 4, 2, 64};
-constexpr BenchShape kQwen06{"qwen3-0.6b", 16, 8, 128};
+constexpr BenchShape kQwen06{"qwen06", 16, 8, 128};
 constexpr int kBlockSize = 16;
-
-std::vector<bf16> seeded_bf16(size_t n, uint64_t seed) {
-  std::vector<bf16> out(n);
-  uint64_t s = seed * 0x9E3779B97F4A7C15ull + 1;
-  for (auto& v : out) {
-    s = s * 6364136223846793005ull + 1442695040888963407ull;
-    v = to_bf16(float(int64_t(s >> 40) - (1 << 23)) / float(1 << 23));  // [-1, 1)
-  }
-  return out;
-}
 
 // One step over `batch` sequences, each with `cached` keys in the cache and `q_len` new tokens.
 struct AttentionStep {
@@ -81,29 +70,24 @@ struct AttentionStep {
   }
 };
 
-void run_attention(benchmark::State& state, const BenchShape& shape, Mode mode, int batch,
-                   int64_t cached, int64_t q_len) {
+void run_attention(benchmark::State& st, Mode mode, const BenchShape& shape, int batch, int64_t cached,
+                   int64_t q_len) {
   AttentionStep step(shape, mode, batch, cached, q_len);
-  ExecContext ctx;
-  ctx.mode = mode;
-  for (auto _ : state) {
-    absl::Status st = cpu_attention(ctx, step.args);
-    if (!st.ok()) {
-      state.SkipWithError(std::string(st.message()).c_str());
-      break;
-    }
+  const ExecContext ctx = bench_ctx(mode);
+  for (auto _ : st) {
+    SAMEBITS_BENCH_CHECK(cpu_attention(ctx, step.args));
     benchmark::DoNotOptimize(step.out.data());
     benchmark::ClobberMemory();
   }
-  // Keys read per query summed over the batch: the work that scales.
+  // Keys read per query, summed over the batch and the q heads: the work that scales.
   int64_t query_keys = 0;
   for (int64_t i = 0; i < q_len; ++i) query_keys += cached + i + 1;
-  state.counters["keys/s"] = benchmark::Counter(double(query_keys * batch * shape.num_q_heads),
-                                                benchmark::Counter::kIsIterationInvariantRate);
-  state.SetLabel(step.args.plan.describe());
+  st.counters["keys/s"] = benchmark::Counter(double(query_keys * batch * shape.num_q_heads),
+                                             benchmark::Counter::kIsIterationInvariantRate);
+  st.SetLabel(step.args.plan.describe());
 }
 
-void run_kv_write(benchmark::State& state, const BenchShape& shape, Mode mode, int64_t tokens) {
+void run_kv_write(benchmark::State& st, Mode mode, const BenchShape& shape, int64_t tokens) {
   const int64_t kv_row = int64_t(shape.num_kv_heads) * shape.head_dim;
   std::vector<bf16> k = seeded_bf16(size_t(tokens * kv_row), 1), v = seeded_bf16(size_t(tokens * kv_row), 2);
   std::vector<bf16> k_cache(size_t(2 * tokens * kv_row)), v_cache(k_cache.size());
@@ -119,53 +103,40 @@ void run_kv_write(benchmark::State& state, const BenchShape& shape, Mode mode, i
   a.k_cache = k_cache.data();
   a.v_cache = v_cache.data();
   a.num_slots = 2 * tokens;
-  ExecContext ctx;
-  ctx.mode = mode;
-  for (auto _ : state) {
-    absl::Status st = cpu_kv_write(ctx, a);
-    if (!st.ok()) {
-      state.SkipWithError(std::string(st.message()).c_str());
-      break;
-    }
+  const ExecContext ctx = bench_ctx(mode);
+  for (auto _ : st) {
+    SAMEBITS_BENCH_CHECK(cpu_kv_write(ctx, a));
     benchmark::ClobberMemory();
   }
-  state.SetBytesProcessed(int64_t(state.iterations()) * 2 * tokens * kv_row * int64_t(sizeof(bf16)));
+  st.SetBytesProcessed(int64_t(st.iterations()) * 2 * tokens * kv_row * int64_t(sizeof(bf16)));
 }
-
-std::string mode_str(Mode m) { return std::string(mode_name(m)); }
 
 const bool kRegistered = [] {
   for (const BenchShape* shape : {&kTiny, &kQwen06}) {
-    for (Mode mode : {Mode::kDefault, Mode::kInvariant}) {
-      const std::string prefix = mode_str(mode) + "/" + shape->name;
-      for (int batch : {1, 16, 64}) {
-        for (int64_t context : {128, 512, 2048}) {
-          benchmark::RegisterBenchmark(
-              ("attention_decode/" + prefix + "/batch:" + std::to_string(batch) + "/ctx:" + std::to_string(context)).c_str(),
-              [=](benchmark::State& st) { run_attention(st, *shape, mode, batch, context - 1, 1); })
-              ->Unit(benchmark::kMicrosecond)
-              ->UseRealTime();
-        }
+    const std::string model = shape->name;
+    for (int batch : {1, 16, 64}) {
+      for (int64_t context : {128, 512, 2048}) {
+        register_both_modes("attention_decode",
+                            model + "/batch:" + std::to_string(batch) + "/ctx:" + std::to_string(context),
+                            [=](benchmark::State& st, Mode mode) {
+                              run_attention(st, mode, *shape, batch, context - 1, 1);
+                            });
       }
-      for (int64_t chunk : {64, 256, 512}) {
-        for (int64_t cached : {0, 512}) {
-          benchmark::RegisterBenchmark(
-              ("attention_prefill/" + prefix + "/chunk:" + std::to_string(chunk) + "/cached:" + std::to_string(cached)).c_str(),
-              [=](benchmark::State& st) { run_attention(st, *shape, mode, 1, cached, chunk); })
-              ->Unit(benchmark::kMillisecond)
-              ->UseRealTime();
-        }
+    }
+    for (int64_t chunk : {64, 256, 512}) {
+      for (int64_t cached : {0, 512}) {
+        register_both_modes("attention_prefill",
+                            model + "/chunk:" + std::to_string(chunk) + "/cached:" + std::to_string(cached),
+                            [=](benchmark::State& st, Mode mode) { run_attention(st, mode, *shape, 1, cached, chunk); });
       }
-      for (int64_t tokens : {1, 64, 512}) {
-        benchmark::RegisterBenchmark(("kv_write/" + prefix + "/tokens:" + std::to_string(tokens)).c_str(),
-                                     [=](benchmark::State& st) { run_kv_write(st, *shape, mode, tokens); })
-            ->Unit(benchmark::kMicrosecond)
-            ->UseRealTime();
-      }
+    }
+    for (int64_t tokens : {1, 64, 512}) {
+      register_both_modes("kv_write", model + "/tokens:" + std::to_string(tokens),
+                          [=](benchmark::State& st, Mode mode) { run_kv_write(st, mode, *shape, tokens); });
     }
   }
   return true;
 }();
 
 }  // namespace
-}  // namespace samebits
+}  // namespace samebits::bench
