@@ -20,7 +20,7 @@
 #include <string>
 #include <vector>
 
-#include "absl/strings/str_cat.h"
+#include "kernels/attention_host.h"
 #include "kernels/attention_math.h"
 #include "kernels/cpu/cpu_ops.h"
 #include "kernels/cpu/lanes.h"
@@ -30,107 +30,11 @@
 namespace samebits {
 namespace {
 
-// One partial's key range, [begin, end) in absolute positions, and where its keys are read.
-struct KeySource {
-  int64_t begin = 0, end = 0;
-  bool from_new = false;  // true: k_new/v_new rows of this step; false: the paged cache
-};
-
-bool reads_new_keys(const AttentionPlan& plan, int64_t q_len) {
-  return plan.kind == AttentionPlan::Kind::kSplitCount && plan.separate_new_keys && q_len > 1;
-}
-
-// The ranges of the query at absolute position p of a sequence with `cached` keys before this step.
-void query_sources(const AttentionPlan& plan, int64_t cached, int64_t q_len, int64_t p,
-                   std::vector<KeySource>* out) {
-  out->clear();
-  const int64_t visible = p + 1;
-  if (reads_new_keys(plan, q_len)) {
-    if (cached > 0) out->push_back({0, cached, false});
-    out->push_back({cached, visible, true});
-    return;
-  }
-  const int n = num_splits(plan, visible);
-  for (int i = 0; i < n; ++i) {
-    const KeyRange r = split_range(plan, visible, i);
-    out->push_back({r.begin, r.end, false});
-  }
-}
-
-absl::Status invalid(const std::string& what) {
-  return absl::InvalidArgumentError(absl::StrCat("attention: ", what));
-}
-
-absl::Status validate(const AttentionArgs& a) {
-  if (a.num_seqs < 0) return invalid(absl::StrCat("num_seqs = ", a.num_seqs, " is negative"));
-  if (a.T < 0) return invalid(absl::StrCat("T = ", a.T, " is negative"));
-  if (a.num_q_heads <= 0 || a.num_kv_heads <= 0 || a.num_q_heads % a.num_kv_heads != 0) {
-    return invalid(absl::StrCat("num_q_heads = ", a.num_q_heads, " is not a positive multiple of ",
-                                "num_kv_heads = ", a.num_kv_heads));
-  }
-  if (a.head_dim <= 0) return invalid(absl::StrCat("head_dim = ", a.head_dim, " is not positive"));
-  if (a.block_size <= 0) return invalid(absl::StrCat("block_size = ", a.block_size, " is not positive"));
-  if (a.plan.kind == AttentionPlan::Kind::kFixedSplitSize && a.plan.split_size <= 0) {
-    return invalid(absl::StrCat("plan.split_size = ", a.plan.split_size, " is not positive"));
-  }
-  if (a.plan.kind == AttentionPlan::Kind::kSplitCount && a.plan.split_count <= 0) {
-    return invalid(absl::StrCat("plan.split_count = ", a.plan.split_count, " is not positive"));
-  }
-  if (a.num_seqs == 0) {
-    if (a.T != 0) return invalid(absl::StrCat("T = ", a.T, " tokens but num_seqs = 0"));
-    return absl::OkStatus();
-  }
-  if (!a.query_start) return invalid("query_start is null");
-  if (!a.context_lens) return invalid("context_lens is null");
-  if (!a.block_tables) return invalid("block_tables is null");
-  if (!a.q) return invalid("q is null");
-  if (!a.out) return invalid("out is null");
-  if (!a.k_cache || !a.v_cache) return invalid(a.k_cache ? "v_cache is null" : "k_cache is null");
-  if (a.max_blocks_per_seq <= 0) {
-    return invalid(absl::StrCat("max_blocks_per_seq = ", a.max_blocks_per_seq, " is not positive"));
-  }
-  if (a.num_blocks <= 0) return invalid(absl::StrCat("num_blocks = ", a.num_blocks, " is not positive"));
-  if (a.query_start[0] != 0) return invalid(absl::StrCat("query_start[0] = ", a.query_start[0], ", expected 0"));
-  if (a.query_start[a.num_seqs] != a.T) {
-    return invalid(absl::StrCat("query_start[", a.num_seqs, "] = ", a.query_start[a.num_seqs],
-                                " differs from T = ", a.T));
-  }
-  for (int s = 0; s < a.num_seqs; ++s) {
-    const int64_t q_len = int64_t(a.query_start[s + 1]) - a.query_start[s];
-    if (q_len < 0) {
-      return invalid(absl::StrCat("sequence ", s, ": query_start[", s + 1, "] = ", a.query_start[s + 1],
-                                  " is below query_start[", s, "] = ", a.query_start[s]));
-    }
-    const int64_t context = a.context_lens[s];
-    if (context < q_len) {
-      return invalid(absl::StrCat("sequence ", s, ": context_lens = ", context, " is below its ",
-                                  q_len, " query tokens"));
-    }
-    const int64_t blocks = (context + a.block_size - 1) / a.block_size;
-    if (blocks > a.max_blocks_per_seq) {
-      return invalid(absl::StrCat("sequence ", s, ": context_lens = ", context, " needs ", blocks,
-                                  " blocks, more than max_blocks_per_seq = ", a.max_blocks_per_seq));
-    }
-    const int32_t* table = a.block_tables + int64_t(s) * a.max_blocks_per_seq;
-    for (int64_t b = 0; b < blocks; ++b) {
-      if (table[b] < 0 || table[b] >= a.num_blocks) {
-        return invalid(absl::StrCat("sequence ", s, ": block_tables[", b, "] = ", table[b],
-                                    " is outside [0, num_blocks = ", a.num_blocks, ")"));
-      }
-    }
-    if (q_len > 0 && reads_new_keys(a.plan, q_len) && (!a.k_new || !a.v_new)) {
-      return invalid(absl::StrCat("sequence ", s, ": the plan reads this step's keys but ",
-                                  a.k_new ? "v_new" : "k_new", " is null"));
-    }
-  }
-  return absl::OkStatus();
-}
-
 // Per-thread buffers, grown as needed.
 struct Scratch {
   std::vector<float> q, scores, m, l, acc, o;
   std::vector<const bf16*> k_rows, v_rows;
-  std::vector<KeySource> sources;
+  std::vector<AttentionKeyRange> sources;
 };
 
 struct FixedExp {
@@ -147,7 +51,7 @@ struct SeqRows {
   int64_t token_stride;  // num_kv_heads * head_dim
 
   // Fills k_rows/v_rows[0, end - begin) with the rows of keys [begin, end).
-  void gather(const KeySource& src, const bf16** k_rows, const bf16** v_rows) const {
+  void gather(const AttentionKeyRange& src, const bf16** k_rows, const bf16** v_rows) const {
     if (src.from_new) {
       int64_t offset = (first_token + (src.begin - cached)) * token_stride + head_offset;
       for (int64_t j = 0; j < src.end - src.begin; ++j, offset += token_stride) {
@@ -191,7 +95,7 @@ void attend_group(const AttentionArgs& a, int s, int64_t t, int kv_head, Scratch
   const bf16* q_rows = a.q + (t * a.num_q_heads + first_head) * hd;
   for (int64_t d = 0; d < int64_t(group) * hd; ++d) sc.q[d] = to_float(q_rows[d]);
 
-  query_sources(a.plan, cached, q_len, p, &sc.sources);
+  attention_key_ranges(a.plan, cached, q_len, p, &sc.sources);
   const int n = int(sc.sources.size());
   // Per head g and partial i: m, l at [g * n + i], acc at [(g * n + i) * hd].
   sc.m.assign(size_t(group) * n, 0.f);
@@ -200,7 +104,7 @@ void attend_group(const AttentionArgs& a, int s, int64_t t, int kv_head, Scratch
   sc.o.resize(hd);
 
   for (int i = 0; i < n; ++i) {
-    const KeySource src = sc.sources[i];
+    const AttentionKeyRange src = sc.sources[i];
     const int64_t len = src.end - src.begin;
     if (len <= 0) continue;  // empty split: l stays 0, the merge skips it
     if (int64_t(sc.k_rows.size()) < len) {
@@ -249,7 +153,12 @@ void attend_group(const AttentionArgs& a, int s, int64_t t, int kv_head, Scratch
 }  // namespace
 
 absl::Status cpu_attention(const ExecContext& ctx, const AttentionArgs& args) {
-  if (absl::Status st = validate(args); !st.ok()) return st;
+  if (absl::Status st = check_attention_shape(args); !st.ok()) return st;
+  if (args.num_seqs == 0) return absl::OkStatus();
+  if (absl::Status st = check_attention_sequences(args, args.query_start, args.context_lens, args.block_tables);
+      !st.ok()) {
+    return st;
+  }
   if (args.T == 0) return absl::OkStatus();
 
   // Sequence of every token, so work items can be (token, q head) pairs.
