@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Runs prebuilt CUDA test and bench binaries on a GPU machine and writes logs and JSON into OUT:
+#   ci/gpu_device_check.sh BIN_DIR OUT [tests|sanitizer|bench-matmul|bench-matmul-sweep|bench-attention|all]...
+# BIN_DIR holds gpu_tests, bench_cuda_matmul, bench_cuda_attention and lib/ (bundled shared
+# libraries, ../shared/tools/bundle-libs). Each step has its own time limit; a failing step does
+# not stop the others. Everything is packed into OUT/results.tgz (one file: the device tool returns
+# few files); the last lines printed are a short table of the steps' results.
+set -uo pipefail
+bin=$(cd "${1:?BIN_DIR}" && pwd); dest=${2:?OUT}; shift 2
+mkdir -p "$dest"
+out=$(mktemp -d)
+export LD_LIBRARY_PATH="$bin/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
+steps=("$@"); [[ ${#steps[@]} -eq 0 ]] && steps=(all)
+summary=()
+note() { summary+=("$(printf '%-22s %s' "$1" "$2")"); }
+run_step() {  # name limit_seconds command...
+  local name=$1 limit=$2; shift 2
+  local t0=$SECONDS
+  timeout "$limit" "$@" >"$out/$name.log" 2>&1
+  local rc=$?
+  note "$name" "rc=$rc $((SECONDS - t0))s $(grep -E '^\[  (PASSED|FAILED|SKIPPED) \]|ERROR SUMMARY|geometric-mean' "$out/$name.log" | tr '\n' ' ' | cut -c1-160)"
+}
+want() { [[ " ${steps[*]} " == *" $1 "* || " ${steps[*]} " == *" all "* ]]; }
+
+nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv,noheader > "$out/gpu.txt" 2>&1
+if want tests; then
+  for suite in GpuPointwise GpuRmsNorm GpuLinear GpuAttention; do
+    run_step "tests_$suite" 150 "$bin/gpu_tests" --gtest_filter="$suite.*" --gtest_output="json:$out/tests_$suite.json"
+  done
+fi
+if want sanitizer; then
+  cs=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+  run_step memcheck 150 "$cs" --tool memcheck --error-exitcode 9 "$bin/gpu_tests" \
+    --gtest_filter='GpuPointwise.*:GpuRmsNorm.MatchesCpuBackend:GpuLinear.MatchesCpuBackend:GpuAttention.MixedBatchMatchesCpuBackend:GpuAttention.BadBlockTableEntryIsReported'
+  run_step racecheck 120 "$cs" --tool racecheck --error-exitcode 9 "$bin/gpu_tests" \
+    --gtest_filter='GpuRmsNorm.MatchesCpuBackend:GpuLinear.MatchesCpuBackend:GpuAttention.MixedBatchMatchesCpuBackend:GpuPointwise.SampleEqualsCpu:GpuPointwise.KvWrite*'
+fi
+if want bench-matmul; then
+  run_step bench_matmul 420 "$bin/bench_cuda_matmul" --benchmark_out="$out/bench_matmul.json" --benchmark_out_format=json
+fi
+if want bench-matmul-sweep; then
+  run_step bench_matmul 240 "$bin/bench_cuda_matmul" --sweep --benchmark_out="$out/bench_matmul.json" --benchmark_out_format=json
+fi
+if want bench-attention; then
+  run_step bench_attention 100 "$bin/bench_cuda_attention" --benchmark_out="$out/bench_attention.json" --benchmark_out_format=json
+fi
+echo "=== gpu: $(cat "$out/gpu.txt")"
+for f in "$out"/bench_matmul.log "$out"/bench_attention.log; do
+  [[ -f $f ]] && sed -n '/^N  \|^attention /,$p' "$f" | tail -80
+done
+printf '%s\n' "${summary[@]}" | tee "$out/summary.txt"
+tar -czf "$dest/results.tgz" -C "$out" .

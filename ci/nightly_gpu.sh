@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Nightly GPU gate (on the H200 machine): build with CUDA, run the determinism and gpu tests, run
+# the Feynman experiment on the CUDA backend and check golden/feynman/<cuda id>.json when it
+# exists (goldens are keyed by backend id: CPU and CUDA bits are not promised equal).
+# Writes JUnit, Markdown and JSON into OUT (default nightly-gpu/).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT="${1:-nightly-gpu}"
+mkdir -p "$OUT"
+source ci/step.sh
+
+step configure cmake --preset cuda || exit $status
+step build cmake --build --preset cuda -j"$(nproc)" || exit $status
+step tests ctest --test-dir build/cuda -L 'determinism|gpu' --output-junit "$PWD/$OUT/ctest.xml"
+SAMEBITS=./build/cuda/harness/samebits
+# `golden check` exits 2 when there is no CUDA golden yet; `run` then still reports both modes.
+if "$SAMEBITS" info | grep -q 'cuda: unavailable'; then
+  echo "no CUDA device: skipping the CUDA Feynman run"; exit $status
+fi
+step feynman "$SAMEBITS" golden check scenarios/feynman.yaml --backend cuda --no-progress \
+  --json "$OUT/feynman.json" --markdown "$OUT/feynman.md" --junit "$OUT/feynman.junit.xml" ||
+  step feynman_run "$SAMEBITS" run scenarios/feynman.yaml --backend cuda --no-progress \
+    --json "$OUT/feynman.json" --markdown "$OUT/feynman.md" --junit "$OUT/feynman.junit.xml"
+cp "$OUT/feynman.md" "$OUT/summary.md" 2>/dev/null
+exit $status
