@@ -4,6 +4,7 @@
 #pragma once
 #include <cstdint>
 #include <optional>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,7 @@ struct AttnShape {
   int64_t q_row() const { return int64_t(num_q_heads) * head_dim; }
   int64_t kv_row() const { return int64_t(num_kv_heads) * head_dim; }
 };
+inline void PrintTo(const AttnShape& s, std::ostream* os) { *os << s.name(); }
 
 // Every position's q/k/v of one sequence: q [len, q_row], k and v [len, kv_row]. Seeded, non-zero.
 // q is drawn in [-q_scale, q_scale] so that larger scales make the softmax peaky.

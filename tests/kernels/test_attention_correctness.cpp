@@ -27,10 +27,11 @@ struct CorrectnessCase {
   float q_scale;
   std::vector<PartSpec> parts;
   std::string batch_name;
-  std::string name() const {
-    return absl::StrCat(shape.name(), "/", std::string(mode_name(mode)), "/", batch_name, "/qscale", q_scale);
+  std::string name() const {  // a valid test name: letters, digits, underscores
+    return absl::StrCat(shape.name(), "_", std::string(mode_name(mode)), "_", batch_name, "_qscale", int(q_scale));
   }
 };
+void PrintTo(const CorrectnessCase& c, std::ostream* os) { *os << c.name(); }
 
 std::vector<CorrectnessCase> correctness_cases() {
   // Cached prefixes and chunks that cross the 256-key split boundary and split-count edges.
@@ -52,9 +53,12 @@ std::vector<CorrectnessCase> correctness_cases() {
   return cases;
 }
 
-TEST(AttentionCorrectness, MatchesFp64ReferenceInBothModes) {
+class AttentionCorrectness : public ::testing::TestWithParam<CorrectnessCase> {};
+
+TEST_P(AttentionCorrectness, MatchesFp64Reference) {
+  const CorrectnessCase& c = GetParam();
   int checked = 0;
-  for (const CorrectnessCase& c : correctness_cases()) {
+  {
     SCOPED_TRACE(c.name());
     int64_t blocks = 8;  // a few never handed out
     for (const PartSpec& p : c.parts) blocks += (p.cached + p.q_len + c.shape.block_size - 1) / c.shape.block_size;
@@ -98,6 +102,9 @@ TEST(AttentionCorrectness, MatchesFp64ReferenceInBothModes) {
   }
   EXPECT_GT(checked, 0);
 }
+
+INSTANTIATE_TEST_SUITE_P(Cases, AttentionCorrectness, ::testing::ValuesIn(correctness_cases()),
+                         [](const auto& info) { return info.param.name(); });
 
 // A tiny valid batch to mutate: one sequence, 3 cached keys + 2 new tokens, 2 blocks of 4.
 struct TinyBatch {

@@ -43,10 +43,12 @@ void expect_same(const std::vector<bf16>& want, const absl::StatusOr<std::vector
       << at % shape.q_row();
 }
 
-const AttnShape kShapes[] = {{4, 2, 64, 16}, {8, 1, 128, 16}};
+// The sweeps run at both GQA shapes of the correctness tests.
+class AttentionInvariance : public ::testing::TestWithParam<AttnShape> {};
 
-TEST(AttentionInvariance, ChunkingAndDecodeVsWholePrefill) {
-  for (const AttnShape& shape : kShapes) {
+TEST_P(AttentionInvariance, ChunkingAndDecodeVsWholePrefill) {
+  {
+    const AttnShape& shape = GetParam();
     const SeqData seq = make_seq_data(shape, kLen, 7, 2.f);
     const std::vector<bf16> want = baseline(shape, seq);
     struct Schedule {
@@ -67,8 +69,9 @@ TEST(AttentionInvariance, ChunkingAndDecodeVsWholePrefill) {
   }
 }
 
-TEST(AttentionInvariance, BlockTablesAndBlockSizes) {
-  for (const AttnShape& base : kShapes) {
+TEST_P(AttentionInvariance, BlockTablesAndBlockSizes) {
+  {
+    const AttnShape& base = GetParam();
     const SeqData seq = make_seq_data(base, kLen, 8, 2.f);
     const std::vector<bf16> want = baseline(base, seq);  // block size 16, blocks in order
     for (int block_size : {8, 16, 32, 64}) {
@@ -84,8 +87,9 @@ TEST(AttentionInvariance, BlockTablesAndBlockSizes) {
   }
 }
 
-TEST(AttentionInvariance, PrefixFromCacheVsComputed) {
-  for (const AttnShape& shape : kShapes) {
+TEST_P(AttentionInvariance, PrefixFromCacheVsComputed) {
+  {
+    const AttnShape& shape = GetParam();
     const SeqData seq = make_seq_data(shape, kLen, 9, 2.f);
     const std::vector<bf16> want = baseline(shape, seq);
     for (int64_t hit : {16, 240, 256, 272, 512}) {  // block-aligned hit lengths
@@ -96,8 +100,9 @@ TEST(AttentionInvariance, PrefixFromCacheVsComputed) {
   }
 }
 
-TEST(AttentionInvariance, ThreadCounts) {
-  for (const AttnShape& shape : kShapes) {
+TEST_P(AttentionInvariance, ThreadCounts) {
+  {
+    const AttnShape& shape = GetParam();
     const SeqData seq = make_seq_data(shape, kLen, 10, 2.f);
     const std::vector<bf16> want = baseline(shape, seq);
     for (int threads : {2, 16}) {
@@ -108,10 +113,14 @@ TEST(AttentionInvariance, ThreadCounts) {
   }
 }
 
+INSTANTIATE_TEST_SUITE_P(Shapes, AttentionInvariance,
+                         ::testing::Values(AttnShape{4, 2, 64, 16}, AttnShape{8, 1, 128, 16}),
+                         [](const auto& info) { return info.param.name(); });
+
 // The sequence's step (a decode or a chunk at a random position) inside random batches of other
 // sequences (random lengths, decodes and chunks, random rows), random block sizes, block-table
 // shuffles and widths, and thread counts. Its rows must equal the baseline's.
-TEST(AttentionInvariance, AloneVsInsideRandomBatches) {
+TEST(AttentionInvarianceBatches, AloneVsInsideRandomBatches) {
   const AttnShape base{4, 2, 64, 16};
   const SeqData seq = make_seq_data(base, kLen, 11, 2.f);
   const std::vector<bf16> want = baseline(base, seq);
