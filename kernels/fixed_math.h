@@ -14,34 +14,42 @@ namespace samebits {
 namespace fixed_math_detail {
 // 2^n as a float for n in [-126, 127] (a normal power of two, built from its exponent bits).
 SAMEBITS_HD float pow2f(int n) { return bits_float(uint32_t(n + 127) << 23); }
-}  // namespace fixed_math_detail
 
-// exp(x) in fp32; |err| < 2 ulp wherever the result is a normal float, exact inf above
-// ln(FLT_MAX), +0 far below the smallest subnormal, NaN for NaN.
-// Cody-Waite range reduction x = n*ln2 + r (ln2 split in a 16-bit head, so n*ln2_hi is exact, and
-// a tail), |r| <= ~0.347; exp(r) by its degree-7 Taylor polynomial in Horner form (truncation
-// error < 6e-9 relative); then multiplication by 2^n from exponent bits, in two exact-or-once-
-// rounded steps so that overflow and subnormal results round once.
-SAMEBITS_HD float fixed_expf(float x) {
-  using fixed_math_detail::pow2f;
-  if (x != x) return x;                                   // NaN
-  if (x > 88.72283935546875f) return bits_float(0x7f800000u);  // beyond ln(FLT_MAX): +inf
-  if (x < -103.972084045410156f) return 0.0f;             // below ln(min subnormal / 2): +0
-  const float kLog2e = 1.44269502162933349609375f;
-  const float kLn2Hi = 0.693145751953125f;                // 0x3f317200: 16 significant bits
-  const float kLn2Lo = 1.428606765330187045e-06f;         // ln2 - kLn2Hi
-  float t = x * kLog2e;
-  int n = int(t + (t >= 0.0f ? 0.5f : -0.5f));            // round half away from zero
-  float nf = float(n);
-  float r = (x - nf * kLn2Hi) - nf * kLn2Lo;
-  float p = 1.0f / 5040.0f;
-  p = p * r + 1.0f / 720.0f;
+// Cody-Waite constants: ln2 split in a 16-bit head (0x3f317200, so n * kLn2Hi is exact) and a tail.
+constexpr float kLog2e = 1.44269502162933349609375f;
+constexpr float kLn2Hi = 0.693145751953125f;
+constexpr float kLn2Lo = 1.428606765330187045e-06f;  // ln2 - kLn2Hi
+
+// exp(r) for |r| <= ~0.347: the degree-7 Taylor polynomial in Horner form (truncation error
+// < 6e-9 relative). A template so that vector code (kernels/cpu/silu_mul.cpp, GCC vector types)
+// runs the identical operation sequence element by element.
+template <typename F>
+SAMEBITS_HD F expf_poly(F r) {
+  F p = r * (1.0f / 5040.0f) + 1.0f / 720.0f;
   p = p * r + 1.0f / 120.0f;
   p = p * r + 1.0f / 24.0f;
   p = p * r + 1.0f / 6.0f;
   p = p * r + 0.5f;
   p = p * r + 1.0f;
-  p = p * r + 1.0f;
+  return p * r + 1.0f;
+}
+}  // namespace fixed_math_detail
+
+// exp(x) in fp32; |err| < 2 ulp wherever the result is a normal float, exact inf above
+// ln(FLT_MAX), +0 far below the smallest subnormal, NaN for NaN.
+// Cody-Waite range reduction x = n*ln2 + r, |r| <= ~0.347; exp(r) by expf_poly; then
+// multiplication by 2^n from exponent bits, in two exact-or-once-rounded steps so that overflow
+// and subnormal results round once.
+SAMEBITS_HD float fixed_expf(float x) {
+  using namespace fixed_math_detail;
+  if (x != x) return x;                                        // NaN
+  if (x > 88.72283935546875f) return bits_float(0x7f800000u);  // beyond ln(FLT_MAX): +inf
+  if (x < -103.972084045410156f) return 0.0f;                  // below ln(min subnormal / 2): +0
+  float t = x * kLog2e;
+  int n = int(t + (t >= 0.0f ? 0.5f : -0.5f));                 // round half away from zero
+  float nf = float(n);
+  float r = (x - nf * kLn2Hi) - nf * kLn2Lo;
+  float p = expf_poly(r);
   if (n > 127) return (p * pow2f(127)) * pow2f(n - 127);   // may overflow to inf: one rounding
   if (n < -126) return (p * pow2f(-126)) * pow2f(n + 126); // exact, then one subnormal rounding
   return p * pow2f(n);

@@ -21,22 +21,12 @@ typedef int32_t v4i __attribute__((vector_size(16)));
 // fixed_expf (kernels/fixed_math.h) on 4 values with |x| <= 87, where n stays in [-126, 126] and
 // the scalar function returns p * 2^n: the same constants and operations in the same order.
 inline v4f fixed_expf4(v4f x) {
-  const float kLog2e = 1.44269502162933349609375f;
-  const float kLn2Hi = 0.693145751953125f;
-  const float kLn2Lo = 1.428606765330187045e-06f;
+  using namespace fixed_math_detail;
   const v4f t = x * kLog2e;
   const v4f half = t >= 0.0f ? v4f{} + 0.5f : v4f{} - 0.5f;
   const v4i n = __builtin_convertvector(t + half, v4i);  // truncation, as int(float)
   const v4f nf = __builtin_convertvector(n, v4f);
-  const v4f r = (x - nf * kLn2Hi) - nf * kLn2Lo;
-  v4f p = v4f{} + 1.0f / 5040.0f;
-  p = p * r + 1.0f / 720.0f;
-  p = p * r + 1.0f / 120.0f;
-  p = p * r + 1.0f / 24.0f;
-  p = p * r + 1.0f / 6.0f;
-  p = p * r + 0.5f;
-  p = p * r + 1.0f;
-  p = p * r + 1.0f;
+  const v4f p = expf_poly((x - nf * kLn2Hi) - nf * kLn2Lo);
   const v4i bits = (n + 127) << 23;
   v4f scale;
   std::memcpy(&scale, &bits, sizeof scale);
