@@ -1,0 +1,115 @@
+// The engine end to end on a small model: greedy picks the argmax, finishing by EOS and stop
+// sequences, seeded sampling, exact replay of a recorded schedule.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "tests/engine/engine_fixture.h"
+
+namespace samebits::testing {
+namespace {
+
+EngineConfig small_engine(int num_blocks = 64) {
+  EngineConfig c;
+  c.num_blocks = num_blocks;
+  c.max_tokens_per_step = 64;
+  c.max_seqs = 8;
+  return c;
+}
+
+RequestSpec observed(uint64_t id, int prompt_len, int max_new) {
+  RequestSpec s;
+  s.id = id;
+  s.prompt = random_prompt(id, prompt_len);
+  s.max_new_tokens = max_new;
+  s.stop_at_eos = false;
+  s.observe = true;
+  return s;
+}
+
+TEST(EngineBasic, GreedyTokensAreTheArgmaxOfTheObservedLogits) {
+  std::unique_ptr<Model> m = make_model(engine_test_config("micro"), 64, 16);
+  RunOutcome o = run_workload(*m, small_engine(), {{0, observed(1, 30, 12)}, {0, observed(2, 5, 12)}});
+  ASSERT_EQ(o.error, "");
+  for (uint64_t id : {1, 2}) {
+    const Observed& obs = o.observed[id];
+    ASSERT_EQ(obs.tokens.size(), 12u);
+    EXPECT_EQ(obs.tokens, o.results[id].tokens);
+    for (size_t i = 0; i < obs.tokens.size(); ++i) {
+      const auto& row = obs.logits[i];
+      EXPECT_EQ(obs.tokens[i], std::max_element(row.begin(), row.end()) - row.begin());
+    }
+  }
+  EXPECT_EQ(o.stats.tokens_generated, 24);
+  EXPECT_EQ(o.stats.tokens_computed, 30 + 5 + 2 * 11);
+  EXPECT_EQ(o.free_blocks_at_end, 64);
+}
+
+TEST(EngineBasic, FinishesAtStopSequenceAndEos) {
+  const ModelConfig config = engine_test_config("micro");
+  std::unique_ptr<Model> m = make_model(config, 64, 16);
+  RunOutcome first = run_workload(*m, small_engine(), {{0, observed(1, 20, 16)}});
+  const std::vector<int32_t> tokens = first.results[1].tokens;
+  ASSERT_EQ(tokens.size(), 16u);
+
+  RequestSpec stop = observed(1, 20, 16);
+  stop.stop_sequences = {{tokens[3], tokens[4]}};
+  RunOutcome stopped = run_workload(*m, small_engine(), {{0, stop}});
+  // The first occurrence of the pair ends the request, the pair included.
+  size_t end = 1;
+  while (!(tokens[end - 1] == tokens[3] && tokens[end] == tokens[4])) ++end;
+  EXPECT_EQ(stopped.results[1].reason, FinishReason::kStopSequence);
+  EXPECT_EQ(stopped.results[1].tokens, std::vector<int32_t>(tokens.begin(), tokens.begin() + std::ptrdiff_t(end) + 1));
+
+  // EOS: the same weights under a configuration whose EOS is the token generated at index 5.
+  ModelConfig eos_config = config;
+  eos_config.eos_token_id = tokens[5];
+  std::unique_ptr<Model> eos_model = make_model(eos_config, 64, 16);
+  RequestSpec eos = observed(1, 20, 16);
+  eos.stop_at_eos = true;
+  RunOutcome ended = run_workload(*eos_model, small_engine(), {{0, eos}});
+  const size_t first_eos = size_t(std::find(tokens.begin(), tokens.end(), tokens[5]) - tokens.begin());
+  EXPECT_EQ(ended.results[1].reason, FinishReason::kEos);
+  EXPECT_EQ(ended.results[1].tokens.size(), first_eos + 1);
+}
+
+TEST(EngineBasic, SampledTokensFollowTheSeedNotTheBatch) {
+  std::unique_ptr<Model> m = make_model(engine_test_config("micro"), 64, 16);
+  auto sampled = [](uint64_t seed) {
+    RequestSpec s = observed(9, 12, 16);
+    s.sampling.temperature = 1.5f;
+    s.sampling.seed = seed;
+    return s;
+  };
+  EngineConfig invariant = small_engine();
+  RunOutcome alone = run_workload(*m, invariant, {{0, sampled(5)}});
+  RunOutcome crowded = run_workload(*m, invariant, {{0, observed(1, 40, 8)}, {1, sampled(5)}, {1, observed(2, 3, 20)}});
+  EXPECT_EQ(alone.results[9].tokens, crowded.results[9].tokens);
+  EXPECT_EQ(count_differences(alone.observed[9], crowded.observed[9]), 0);
+  int differing_seeds = 0;
+  for (uint64_t seed : {6, 7, 8}) differing_seeds += run_workload(*m, invariant, {{0, sampled(seed)}}).results[9].tokens != alone.results[9].tokens;
+  EXPECT_GT(differing_seeds, 0);
+}
+
+TEST(EngineBasic, RecordedScheduleReplaysExactly) {
+  std::unique_ptr<Model> m = make_model(engine_test_config("micro"), 24, 4);
+  EngineConfig config = small_engine(24);
+  config.block_size = 4;
+  config.max_tokens_per_step = 12;
+  std::vector<Arrival> arrivals;
+  for (uint64_t id = 0; id < 12; ++id) arrivals.push_back({int64_t(id / 3), observed(id, 3 + int(id * 5 % 17), 6 + int(id % 5))});
+  RunOutcome original = run_workload(*m, config, arrivals);
+  ASSERT_EQ(original.error, "");
+  ASSERT_GT(original.stats.preemptions, 0);
+  RunOutcome replay = run_workload(*m, config, arrivals, &original.records);
+  ASSERT_EQ(replay.error, "");
+  ASSERT_EQ(replay.records.size(), original.records.size());
+  for (uint64_t id = 0; id < 12; ++id) {
+    EXPECT_EQ(replay.results[id].tokens, original.results[id].tokens);
+    EXPECT_EQ(count_differences(replay.observed[id], original.observed[id]), 0);
+  }
+}
+
+}  // namespace
+}  // namespace samebits::testing
