@@ -9,6 +9,14 @@
 namespace samebits::testing {
 namespace {
 
+RequestSpec spec(uint64_t id, std::vector<int32_t> prompt, int max_new_tokens) {
+  RequestSpec s;
+  s.id = id;
+  s.prompt = std::move(prompt);
+  s.max_new_tokens = max_new_tokens;
+  return s;
+}
+
 TEST(EngineBadInput, ConfigErrorsNameTheFieldAndValue) {
   const ModelConfig model = engine_test_config("micro");
   struct Case {
@@ -66,12 +74,12 @@ TEST(EngineBadInput, ImpossibleRequestsAreRejectedWithAReasonAndOthersStillRun) 
   std::unique_ptr<Model> m = make_model(model, 8, 16);    // 128 tokens of KV
   EngineConfig config;
   config.num_blocks = 8;
-  RequestSpec too_long{.id = 1, .prompt = random_prompt(1, 1025), .max_new_tokens = 1};
-  RequestSpec context_overflow{.id = 2, .prompt = random_prompt(2, 1000), .max_new_tokens = 100};
-  RequestSpec too_many_blocks{.id = 3, .prompt = random_prompt(3, 120), .max_new_tokens = 20};
-  RequestSpec empty{.id = 4, .prompt = {}, .max_new_tokens = 4};
-  RequestSpec bad_token{.id = 5, .prompt = {1, 2, 999}, .max_new_tokens = 4};
-  RequestSpec fine{.id = 6, .prompt = random_prompt(6, 20), .max_new_tokens = 5};
+  RequestSpec too_long = spec(1, random_prompt(1, 1025), 1);
+  RequestSpec context_overflow = spec(2, random_prompt(2, 1000), 100);
+  RequestSpec too_many_blocks = spec(3, random_prompt(3, 120), 20);
+  RequestSpec empty = spec(4, {}, 4);
+  RequestSpec bad_token = spec(5, {1, 2, 999}, 4);
+  RequestSpec fine = spec(6, random_prompt(6, 20), 5);
   RunOutcome o = run_workload(*m, config,
                               {{0, too_long}, {0, context_overflow}, {0, too_many_blocks}, {0, empty}, {0, bad_token}, {1, fine}},
                               nullptr, 1000);
@@ -113,9 +121,14 @@ TEST(EngineBadInput, ReplayOfAForeignScheduleIsAnErrorNotACrash) {
   config.num_blocks = 16;
   auto e = Engine::create(*m, config);
   ASSERT_TRUE(e.ok());
-  (*e)->add_request({.id = 7, .prompt = random_prompt(7, 10), .max_new_tokens = 3});
+  (*e)->add_request(spec(7, random_prompt(7, 10), 3));
   StepRecord bogus;
-  bogus.entries.push_back({.request_id = 7, .start_position = 0, .num_tokens = 10, .samples = true, .blocks = {3}});
+  StepRecord::Entry entry;
+  entry.request_id = 7;
+  entry.num_tokens = 10;
+  entry.samples = true;
+  entry.blocks = {3};
+  bogus.entries.push_back(entry);
   auto r = (*e)->step(&bogus);  // not in the record's admitted list
   ASSERT_FALSE(r.ok());
   EXPECT_NE(std::string(r.status().message()).find("replay"), std::string::npos) << r.status();
