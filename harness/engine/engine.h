@@ -37,7 +37,7 @@ const char* finish_reason_name(FinishReason r);
 
 struct RequestResult {
   uint64_t id = 0;
-  std::vector<int32_t> tokens;  // generated tokens
+  std::vector<int32_t> tokens;  // generated tokens, the final EOS or stop sequence included
   FinishReason reason = FinishReason::kRunning;
   std::string reject_reason;    // set when reason == kRejected
   int preemptions = 0;
@@ -71,7 +71,9 @@ struct StepRecord {
   std::vector<uint64_t> admitted;   // newly admitted (or re-admitted) in this step
 };
 
-// Called for every generated token of a request with observe = true, in step order.
+// Called for every generated token of a request with observe = true, in step order (within a step
+// in batch row order), before the request's finish is booked; token_index counts the request's
+// generated tokens from 0 and never repeats, preemption or not.
 using StepObserver = std::function<void(uint64_t request_id, int token_index, int32_t token,
                                         std::span<const float> logits)>;
 
@@ -87,6 +89,8 @@ struct EngineStats {
 
 class Engine {
  public:
+  // The model's KV cache must have config.block_size and at least config.num_blocks blocks. The
+  // engine owns that cache while it lives: one engine at a time per model.
   static absl::StatusOr<std::unique_ptr<Engine>> create(Model& model, const EngineConfig& config);
   ~Engine();
 
@@ -94,7 +98,10 @@ class Engine {
   // context, or more blocks than the cache has) finishes at once as kRejected with the reason.
   void add_request(RequestSpec spec);
   bool has_unfinished() const;
-  // Schedules and runs one step. With `forced`, runs exactly that schedule (replay) instead.
+  // Schedules and runs one step. With `forced`, runs exactly that schedule (replay) instead: the
+  // same requests must have been added before the same steps; a record that does not fit the
+  // engine's state (unknown request, position, busy block, missing prefix hit) is an error naming
+  // the step and request, after which the engine should be discarded.
   absl::StatusOr<StepRecord> step(const StepRecord* forced = nullptr);
   // Results of requests finished since the last call.
   std::vector<RequestResult> take_finished();

@@ -46,6 +46,7 @@ Golden golden_from_results(const RunResults& r) {
       gm.forks.push_back({c.count, c.fork_position, c.text_before, c.text_main, c.text_this});
     }
     gm.main_completion_text = m.main_text();
+    gm.schedule_digest = m.figures.schedule_digest;
     g.modes.push_back(std::move(gm));
   }
   return g;
@@ -85,6 +86,7 @@ json golden_to_json(const Golden& g) {
                              {"samples_logit_diverged", m.samples_logit_diverged},
                              {"forks", std::move(forks)}};
     jm["main_completion_text"] = m.main_completion_text;
+    jm["schedule_digest"] = digest_hex(m.schedule_digest);
     j["modes"][std::string(mode_name(m.mode))] = std::move(jm);
   }
   return j;
@@ -152,6 +154,7 @@ absl::StatusOr<GoldenMode> mode_from_json(const json& j, const std::string& file
     f.merge(ff.status());
   }
   f.get("main_completion_text", &m.main_completion_text);
+  f.get_digest("schedule_digest", &m.schedule_digest);
   // Consistency: counts, sample list and streams must describe the same samples.
   if (f.status().ok()) {
     int total = 0;
@@ -251,6 +254,11 @@ GoldenStatus check_mode(const std::optional<Golden>& golden, const RunResults& r
   if (!g) return {"none", "the golden has no " + name + " mode"};
   if (run.live && mode.mode == Mode::kDefault)
     return {"not comparable", "a live run's schedule is not the seeded one"};
+  // Invariant bits do not depend on the schedule; default bits do, by design.
+  if (!run.live && mode.mode == Mode::kDefault && g->schedule_digest != mode.figures.schedule_digest)
+    return {"not comparable", "the engine scheduled the seeded workload differently (schedule digest " +
+                                  digest_hex(mode.figures.schedule_digest) + ", golden " + digest_hex(g->schedule_digest) +
+                                  "): regenerate with golden update"};
   int differing = 0;
   std::string first;
   for (const SampleSummary& s : mode.per_sample) {

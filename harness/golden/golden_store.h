@@ -3,7 +3,8 @@
 //   id, sample count); per mode the expected completion digests (invariant: the one digest;
 //   default under the seeded schedule: digest -> count, and each sample's digest), the step digests
 //   of each expected logit stream (top 32 bits, enough to name the first differing step), fork
-//   statistics, and the main completion's text for humans.
+//   statistics, the main completion's text for humans, and the digest of the engine's schedule
+//   (default-mode digests are only comparable under the same schedule).
 // Written only by `samebits golden update`, atomically. A golden whose dependencies differ from the
 // run is "not comparable", never a pass or a mismatch.
 #pragma once
@@ -48,6 +49,7 @@ struct GoldenMode {
   int samples_token_diverged = 0, samples_logit_diverged = 0;
   std::vector<GoldenFork> forks;              // completions other than the main one
   std::string main_completion_text;
+  uint64_t schedule_digest = 0;  // the engine's schedule of the seeded workload (see RunFigures)
 };
 
 struct Golden {

@@ -33,6 +33,9 @@ struct RunFigures {
   int64_t prefix_hit_tokens = 0;
   int64_t prefix_hit_requests = 0;
   int64_t preemptions = 0;
+  // Chain over every engine step's schedule (request ids, positions, token counts): the same
+  // seeded workload scheduled differently gives default-mode bits that cannot be compared.
+  uint64_t schedule_digest = 0;
 };
 
 struct CompletionGroup {  // one unique completion (by tokens)

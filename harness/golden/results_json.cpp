@@ -31,6 +31,7 @@ json mode_to_json(const ModeResult& m) {
   j["prefix_hit_tokens"] = m.figures.prefix_hit_tokens;
   j["prefix_hit_requests"] = m.figures.prefix_hit_requests;
   j["preemptions"] = m.figures.preemptions;
+  j["schedule_digest"] = digest_hex(m.figures.schedule_digest);
   j["main_text"] = m.main_text();
   j["golden"] = {{"status", m.golden.state}, {"detail", m.golden.detail}};
   json groups = json::array();
@@ -76,6 +77,7 @@ absl::StatusOr<ModeResult> mode_from_json(const json& j, const std::string& file
   f.get("prefix_hit_tokens", &m.figures.prefix_hit_tokens);
   f.get("prefix_hit_requests", &m.figures.prefix_hit_requests);
   f.get("preemptions", &m.figures.preemptions);
+  f.get_digest("schedule_digest", &m.figures.schedule_digest);
   if (const json* g = f.object("golden")) {
     JsonFields gf(file, g, f.field("golden"));
     gf.get("status", &m.golden.state);

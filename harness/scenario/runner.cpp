@@ -79,6 +79,7 @@ absl::Status run_step(Session& session, const StepRecord* forced, ModeRun* out, 
   auto record = session.engine->step(forced);
   if (!record.ok()) return record.status();
   if (!session.observer_error.empty()) return absl::InternalError(session.observer_error);
+  session.schedule_digest = chain_digest(session.schedule_digest, schedule_step_digest(*record));
   session.stalled_steps = record->entries.empty() ? session.stalled_steps + 1 : 0;
   if (session.stalled_steps > kMaxStalledSteps)
     return absl::InternalError(absl::StrCat("the engine computed nothing for ", kMaxStalledSteps, " steps in a row"));
@@ -92,8 +93,25 @@ absl::Status finish_run(Session& session, std::chrono::steady_clock::time_point 
   if (session.targets_done != int(session.targets.size()))
     return absl::InternalError(absl::StrCat("only ", session.targets_done, " of ", session.targets.size(), " samples finished"));
   out->figures = figures_of(*session.engine, wall);
+  out->figures.schedule_digest = session.schedule_digest;
   out->targets = std::move(session.targets);
   return absl::OkStatus();
+}
+
+uint64_t schedule_step_digest(const StepRecord& record) {
+  std::vector<uint64_t> words;
+  for (const auto& e : record.entries) {
+    words.insert(words.end(), {e.request_id, uint64_t(uint32_t(e.start_position)), uint64_t(uint32_t(e.num_tokens)),
+                               uint64_t(e.samples)});
+  }
+  words.push_back(~uint64_t(0));
+  words.insert(words.end(), record.preempted.begin(), record.preempted.end());
+  words.push_back(~uint64_t(0));
+  words.insert(words.end(), record.admitted.begin(), record.admitted.end());
+  std::string bytes;
+  for (uint64_t w : words)
+    for (int i = 0; i < 8; ++i) bytes.push_back(char((w >> (8 * i)) & 0xff));
+  return bytes_digest(bytes);
 }
 
 RunFigures figures_of(const Engine& engine, double wall_seconds) {

@@ -59,6 +59,7 @@ struct Session {
   int targets_done = 0;
   int64_t stalled_steps = 0;
   std::string observer_error;  // first inconsistency the observer saw
+  uint64_t schedule_digest = 0;
 };
 absl::StatusOr<std::unique_ptr<Session>> open_session(const ModelSource& model, const Backend& backend,
                                                       const EngineConfig& config,
@@ -69,6 +70,9 @@ absl::Status collect_finished(Session& session);
 // Runs one step (forced when `forced`), checks progress, keeps the record when asked.
 absl::Status run_step(Session& session, const StepRecord* forced, ModeRun* out, bool keep_records);
 RunFigures figures_of(const Engine& engine, double wall_seconds);
+// XXH3 over one step's schedule: per entry request id, start position, token count, samples;
+// then the preempted and admitted ids (all little-endian u64).
+uint64_t schedule_step_digest(const StepRecord& record);
 // Collects the last finished requests, checks that every target finished, fills out's figures
 // (wall time since `start`) and targets.
 absl::Status finish_run(Session& session, std::chrono::steady_clock::time_point start, ModeRun* out);

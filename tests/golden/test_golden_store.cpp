@@ -101,6 +101,7 @@ TEST(GoldenStore, DifferentDependenciesAreNotComparable) {
       {"kernels", [](RunResults* r) { r->kernel_set_version += 1; }, "kernel set version differs"},
       {"backend", [](RunResults* r) { r->backend_id = "cuda-sm90"; }, "backend id differs"},
       {"scenario", [](RunResults* r) { r->scenario_hash ^= 1; }, "scenario file hash differs"},
+      {"schedule", [](RunResults* r) { r->modes[0].figures.schedule_digest ^= 1; }, "scheduled the seeded workload differently"},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);
@@ -110,6 +111,16 @@ TEST(GoldenStore, DifferentDependenciesAreNotComparable) {
     EXPECT_EQ(run.modes[0].golden.state, "not comparable");
     EXPECT_NE(run.modes[0].golden.detail.find(c.expect), std::string::npos) << run.modes[0].golden.detail;
   }
+}
+
+TEST(GoldenStore, InvariantModeIsComparableUnderAnySchedule) {
+  std::optional<Golden> g = golden_from_results(synthetic_results(4, {}, Mode::kInvariant));
+  RunResults run = synthetic_results(4, {}, Mode::kInvariant);
+  run.modes[0].figures.schedule_digest ^= 1;
+  EXPECT_EQ(check_mode(g, run, run.modes[0]).state, "pass");
+  RunResults bad = synthetic_results(4, {{2, 1}}, Mode::kInvariant);
+  bad.modes[0].figures.schedule_digest ^= 1;
+  EXPECT_EQ(check_mode(g, bad, bad.modes[0]).state, "mismatch");
 }
 
 TEST(GoldenStore, NoGoldenOrNoModeIsNone) {
