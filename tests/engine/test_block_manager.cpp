@@ -11,7 +11,7 @@ namespace {
 
 TEST(BlockManager, AllocatesEveryBlockOnceThenReportsNone) {
   for (int num_blocks : {1, 2, 7, 64}) {
-    SCOPED_TRACE(testing::Message() << "num_blocks=" << num_blocks);
+    SCOPED_TRACE(::testing::Message() << "num_blocks=" << num_blocks);
     BlockManager bm(num_blocks, 16);
     std::vector<int> got;
     for (int i = 0; i < num_blocks; ++i) got.push_back(bm.allocate());

@@ -100,7 +100,7 @@ TEST(Scheduler, ChunksFollowMaxChunkAndBudget) {
   };
   for (const Case& c : {Case{10, 3, 10, {3, 3, 3, 1}}, Case{4, 0, 10, {4, 4, 2}}, Case{1, 0, 3, {1, 1, 1}},
                         Case{64, 0, 10, {10}}, Case{5, 7, 12, {5, 5, 2}}}) {
-    SCOPED_TRACE(testing::Message() << "budget=" << c.budget << " max_chunk=" << c.max_chunk << " prompt=" << c.prompt);
+    SCOPED_TRACE(::testing::Message() << "budget=" << c.budget << " max_chunk=" << c.max_chunk << " prompt=" << c.prompt);
     SchedulerConfig cfg = small_config();
     cfg.max_tokens_per_step = c.budget;
     cfg.max_chunk = c.max_chunk;
@@ -142,7 +142,7 @@ TEST(Scheduler, PrefixHitsAreBlockAlignedAndLeaveOneTokenToCompute) {
   };
   // Cached: blocks [0,4) and [4,8) of tokens(10). 8 tokens: 1 block (never the whole prompt).
   for (const Case& c : {Case{10, 8}, Case{8, 4}, Case{9, 8}, Case{4, 0}, Case{5, 4}, Case{12, 8}}) {
-    SCOPED_TRACE(testing::Message() << "prompt_len=" << c.prompt_len);
+    SCOPED_TRACE(::testing::Message() << "prompt_len=" << c.prompt_len);
     const int64_t hits_before = s.stats().prefix_hit_tokens;
     s.add(make_request(100 + uint64_t(c.prompt_len), tokens(c.prompt_len), 1));
     StepRecord r = step(s);
@@ -170,7 +170,7 @@ TEST(Scheduler, CacheOffMeansNoHits) {
 
 TEST(Scheduler, PreemptsTheMostRecentlyAdmittedAndRecomputesIt) {
   for (bool cache : {false, true}) {
-    SCOPED_TRACE(testing::Message() << "prefix_cache=" << cache);
+    SCOPED_TRACE(::testing::Message() << "prefix_cache=" << cache);
     SchedulerConfig cfg = small_config();
     cfg.block_size = 2;
     cfg.num_blocks = 4;
