@@ -20,10 +20,6 @@ namespace {
 
 static_assert(std::endian::native == std::endian::little, "digests hash little-endian bytes as stored");
 
-uint64_t tensor_key(uint64_t seed, const std::string& name) {
-  return XXH3_64bits_withSeed(name.data(), name.size(), seed);
-}
-
 uint64_t splitmix_at(uint64_t key, uint64_t counter) {
   uint64_t z = key + (counter + 1) * 0x9E3779B97F4A7C15ull;
   z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
@@ -38,25 +34,6 @@ float value_from_bits(uint64_t bits, float scale, float offset) {
   return round_bf16(offset + scaled);
 }
 
-struct Fill {
-  float scale = 0.f;
-  float offset = 0.f;
-};
-
-// How each kind of tensor is filled: norm weights near 1, biases small, matrices scaled by
-// 1/sqrt(fan_in) (the last dimension), embeddings so that tied logits have a spread of a few units.
-Fill fill_for(const std::string& name, const std::vector<int64_t>& shape, const ModelConfig& config) {
-  auto ends_with = [&](std::string_view suffix) {
-    return name.size() >= suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
-  };
-  if (ends_with("norm.weight") || ends_with("layernorm.weight")) return {0.1f, 1.0f};
-  if (ends_with(".bias")) return {0.1f, 0.0f};
-  if (name == "model.embed_tokens.weight" || name == "lm_head.weight") {
-    return {float(4.0 / std::sqrt(double(config.hidden_size))), 0.0f};
-  }
-  return {float(1.0 / std::sqrt(double(shape.back()))), 0.0f};
-}
-
 int64_t numel(const std::vector<int64_t>& shape) {
   int64_t n = 1;
   for (int64_t d : shape) n *= d;
@@ -64,6 +41,35 @@ int64_t numel(const std::vector<int64_t>& shape) {
 }
 
 }  // namespace
+
+uint64_t synthetic_tensor_key(uint64_t seed, const std::string& name) {
+  return XXH3_64bits_withSeed(name.data(), name.size(), seed);
+}
+
+// How each kind of tensor is filled: norm weights near 1, biases small, matrices scaled by
+// 1/sqrt(fan_in) (the last dimension), embeddings so that tied logits have a spread of a few units.
+SyntheticFill synthetic_fill(const ModelConfig& config, const std::string& name) {
+  auto ends_with = [&](std::string_view suffix) {
+    return name.size() >= suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
+  };
+  if (ends_with("norm.weight")) return {0.1f, 1.0f};
+  if (ends_with(".bias")) return {0.1f, 0.0f};
+  if (name == "model.embed_tokens.weight" || name == "lm_head.weight") {
+    return {float(4.0 / std::sqrt(double(config.hidden_size))), 0.0f};
+  }
+  const auto shapes = expected_tensor_shapes(config);
+  auto it = shapes.find(name);
+  const int64_t fan_in = it == shapes.end() ? 1 : it->second.back();
+  return {float(1.0 / std::sqrt(double(fan_in))), 0.0f};
+}
+
+void synthetic_fill_range(uint64_t key, SyntheticFill fill, int64_t begin, int64_t n, bf16* out) {
+  // Each value depends on its index alone, so any partition of the loop gives the same bits.
+#pragma omp parallel for schedule(static) if (n > (1 << 20))
+  for (int64_t i = 0; i < n; ++i) {
+    out[i] = to_bf16(value_from_bits(splitmix_at(key, uint64_t(begin + i)), fill.scale, fill.offset));
+  }
+}
 
 uint64_t HostWeights::digest() const {
   XXH3_state_t* state = XXH3_createState();
@@ -115,7 +121,7 @@ std::map<std::string, std::vector<int64_t>> expected_tensor_shapes(const ModelCo
 
 float synthetic_weight_value(uint64_t seed, const std::string& tensor_name, int64_t index, float scale,
                              float offset) {
-  return value_from_bits(splitmix_at(tensor_key(seed, tensor_name), uint64_t(index)), scale, offset);
+  return value_from_bits(splitmix_at(synthetic_tensor_key(seed, tensor_name), uint64_t(index)), scale, offset);
 }
 
 HostWeights synthetic_weights(const ModelConfig& config, uint64_t seed) {
@@ -125,12 +131,7 @@ HostWeights synthetic_weights(const ModelConfig& config, uint64_t seed) {
     t.shape = shape;
     const int64_t n = numel(shape);
     t.data.resize(size_t(n));
-    const Fill fill = fill_for(name, shape, config);
-    const uint64_t key = tensor_key(seed, name);
-    bf16* out = t.data.data();
-    // Each value depends on its index alone, so any partition of the loop gives the same bits.
-#pragma omp parallel for schedule(static) if (n > (1 << 20))
-    for (int64_t i = 0; i < n; ++i) out[i] = to_bf16(value_from_bits(splitmix_at(key, uint64_t(i)), fill.scale, fill.offset));
+    synthetic_fill_range(synthetic_tensor_key(seed, name), synthetic_fill(config, name), 0, n, t.data.data());
   }
   return weights;
 }

@@ -34,6 +34,17 @@ std::map<std::string, std::vector<int64_t>> expected_tensor_shapes(const ModelCo
 // identical on every platform and backend. Norm weights are near 1, projections scaled by
 // 1/sqrt(fan_in).
 HostWeights synthetic_weights(const ModelConfig& config, uint64_t seed);
+// The generator's parts, for backends that fill synthetic tensors in their own memory: value i of
+// tensor `name` = bf16(offset + scale * u_i), u_i from the top 24 bits of the splitmix64 output at
+// counter i of the stream keyed by synthetic_tensor_key(seed, name) (weights.cpp gives the code).
+struct SyntheticFill {
+  float scale = 0.f;
+  float offset = 0.f;
+};
+SyntheticFill synthetic_fill(const ModelConfig& config, const std::string& tensor_name);
+uint64_t synthetic_tensor_key(uint64_t seed, const std::string& tensor_name);  // XXH3_64bits_withSeed(name, seed)
+// Values [begin, begin + n) of one synthetic tensor, as synthetic_weights computes them.
+void synthetic_fill_range(uint64_t tensor_key, SyntheticFill fill, int64_t begin, int64_t n, bf16* out);
 float synthetic_weight_value(uint64_t seed, const std::string& tensor_name, int64_t index,
                              float scale, float offset);
 
