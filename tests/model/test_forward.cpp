@@ -54,12 +54,30 @@ ForwardBatch make_batch(const std::vector<SeqPart>& parts) {
   return b;
 }
 
+// Builtins, plus "wide-untied": heads * head_dim != hidden (as Qwen3-0.6B) and an untied lm_head
+// (as Qwen3-8B), at a size the naive reference handles.
+ModelConfig config_named(const std::string& name) {
+  if (name != "wide-untied") return *builtin_config(name);
+  ModelConfig c = *builtin_config("tiny");
+  c.name = name;
+  c.hidden_size = 96;
+  c.intermediate_size = 160;
+  c.num_layers = 2;
+  c.num_heads = 4;
+  c.num_kv_heads = 2;
+  c.head_dim = 32;
+  c.tie_word_embeddings = false;
+  c.rope_theta = 1e6;
+  return c;
+}
+
 struct Fixture {
   ModelConfig config;
   HostWeights weights;
   std::unique_ptr<Model> model;
-  explicit Fixture(const std::string& name, uint64_t seed = 1) {
-    config = *builtin_config(name);
+  explicit Fixture(const std::string& name, uint64_t seed = 1) : Fixture(config_named(name), seed) {}
+  Fixture(const ModelConfig& c, uint64_t seed) {
+    config = c;
     weights = synthetic_weights(config, seed);
     auto m = Model::create(cpu_backend(), config, weights, {kNumBlocks, kBlockSize});
     EXPECT_TRUE(m.ok()) << m.status();
@@ -76,7 +94,7 @@ struct Fixture {
 };
 
 TEST(Forward, AgreesWithTheNaiveReference) {
-  for (const std::string name : {"tiny", "tiny-qwen2"}) {
+  for (const std::string name : {"tiny", "tiny-qwen2", "wide-untied"}) {
     for (Mode mode : {Mode::kInvariant, Mode::kDefault}) {
       SCOPED_TRACE(::testing::Message() << name << " " << mode_name(mode));
       Fixture f(name);
