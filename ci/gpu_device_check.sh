@@ -28,6 +28,11 @@ if want tests; then
     run_step "tests_$suite" 150 "$bin/gpu_tests" --gtest_filter="$suite.*" --gtest_output="json:$out/tests_$suite.json"
   done
 fi
+if want memcheck-linear; then
+  cs=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+  run_step memcheck_linear 150 "$cs" --tool memcheck --error-exitcode 9 "$bin/gpu_tests" \
+    --gtest_filter='GpuLinear.MatchesCpuBackend:GpuLinear.InvariantEveryTileConfigurationGivesTheSameBits'
+fi
 if want sanitizer; then
   cs=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
   run_step memcheck 150 "$cs" --tool memcheck --error-exitcode 9 "$bin/gpu_tests" \

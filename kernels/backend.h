@@ -33,6 +33,12 @@ struct Backend {
   absl::Status (*attention)(const ExecContext&, const AttentionArgs&);
   absl::Status (*argmax)(const ExecContext&, const ArgmaxArgs&);
   absl::Status (*sample)(const ExecContext&, const SampleArgs&);
+
+  // Optional (nullptr where absent, e.g. on the CPU): fills n bf16 values at backend memory dst with
+  // the synthetic weights generator of models/tiny_qwen/weights.cpp, on the device, so large
+  // synthetic models never pass through host memory. tensor_key = XXH3_64bits_withSeed(name, seed).
+  absl::Status (*fill_synthetic)(void* dst, int64_t n, uint64_t tensor_key, float scale,
+                                 float offset) = nullptr;
 };
 
 // Always available.

@@ -106,6 +106,11 @@ struct AttentionArgs {
   float scale = 0.f;  // usually 1/sqrt(head_dim)
   AttentionPlan plan;
   bf16* out = nullptr;  // [T, num_q_heads, head_dim]
+  // Optional host copies of query_start and context_lens (same contents). A device backend needs
+  // the batch's structure on the host to size its launch; without these it downloads them, which
+  // synchronises the stream. The CPU backend ignores them.
+  const int32_t* host_query_start = nullptr;
+  const int32_t* host_context_lens = nullptr;
 };
 
 // out[r] = the lowest id among the maxima of logits[r, :] (NaN never wins).

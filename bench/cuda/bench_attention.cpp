@@ -1,0 +1,174 @@
+// Paged attention on CUDA, both modes, Qwen3-8B heads (32 q, 8 kv, head_dim 128), KV blocks of 16.
+// Decode: batch 1..256 sequences, context 128..8192, one query each; floor = the K and V bytes read
+// once at the measured copy bandwidth (frac_bw = floor / time). Prefill: one chunk of 64..4096
+// tokens over an empty cache (causal); floor = the QK^T and PV multiply-adds at the dense bf16
+// tensor-core rate (989 TFLOP/s datasheet; frac_tc = floor / time). Time per call from CUDA events
+// over a batch of calls; the host builds each call's work list (included in the time).
+#include <cuda_runtime.h>
+
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "bench/cuda/bench_support.h"
+
+namespace samebits::bench {
+namespace {
+
+constexpr int kHq = 32, kHkv = 8, kHd = 128, kBlock = 16;
+constexpr double kTensorPeak = 989e12;
+
+struct Batch {
+  std::vector<int32_t> qs, ctx, tables;
+  int max_blocks = 0;
+  int64_t T = 0, max_context = 0, num_blocks = 0;
+  bf16 *q = nullptr, *k = nullptr, *v = nullptr, *kc = nullptr, *vc = nullptr, *out = nullptr;
+  int32_t *dqs = nullptr, *dctx = nullptr, *dtab = nullptr;
+};
+
+void* device_alloc(size_t bytes) { return *gpu()->alloc(bytes); }
+
+// seqs sequences with `context` keys each, the last q_len of them computed now.
+std::unique_ptr<Batch> make_batch(int seqs, int64_t context, int64_t q_len) {
+  auto b = std::make_unique<Batch>();
+  const Backend& g = *gpu();
+  b->max_blocks = int((context + kBlock - 1) / kBlock);
+  b->num_blocks = int64_t(seqs) * b->max_blocks;
+  b->qs.push_back(0);
+  for (int s = 0; s < seqs; ++s) {
+    b->qs.push_back(b->qs.back() + int32_t(q_len));
+    b->ctx.push_back(int32_t(context));
+    for (int j = 0; j < b->max_blocks; ++j) b->tables.push_back(s * b->max_blocks + j);
+  }
+  b->T = b->qs.back();
+  b->max_context = context;
+  const int64_t kv = b->num_blocks * kBlock * kHkv * kHd;
+  b->kc = static_cast<bf16*>(device_alloc(size_t(kv) * 2));
+  b->vc = static_cast<bf16*>(device_alloc(size_t(kv) * 2));
+  b->q = static_cast<bf16*>(device_alloc(size_t(b->T) * kHq * kHd * 2));
+  b->k = static_cast<bf16*>(device_alloc(size_t(b->T) * kHkv * kHd * 2));
+  b->v = static_cast<bf16*>(device_alloc(size_t(b->T) * kHkv * kHd * 2));
+  b->out = static_cast<bf16*>(device_alloc(size_t(b->T) * kHq * kHd * 2));
+  (void)g.fill_synthetic(b->kc, kv, 1, 1.f, 0.f);
+  (void)g.fill_synthetic(b->vc, kv, 2, 1.f, 0.f);
+  (void)g.fill_synthetic(b->q, b->T * kHq * kHd, 3, 2.f, 0.f);
+  (void)g.fill_synthetic(b->k, b->T * kHkv * kHd, 4, 1.f, 0.f);
+  (void)g.fill_synthetic(b->v, b->T * kHkv * kHd, 5, 1.f, 0.f);
+  b->dqs = static_cast<int32_t*>(device_alloc(b->qs.size() * 4));
+  b->dctx = static_cast<int32_t*>(device_alloc(b->ctx.size() * 4));
+  b->dtab = static_cast<int32_t*>(device_alloc(b->tables.size() * 4));
+  (void)g.upload(b->dqs, b->qs.data(), b->qs.size() * 4);
+  (void)g.upload(b->dctx, b->ctx.data(), b->ctx.size() * 4);
+  (void)g.upload(b->dtab, b->tables.data(), b->tables.size() * 4);
+  return b;
+}
+
+void free_batch(Batch& b) {
+  const Backend& g = *gpu();
+  for (void* p : {(void*)b.kc, (void*)b.vc, (void*)b.q, (void*)b.k, (void*)b.v, (void*)b.out, (void*)b.dqs,
+                  (void*)b.dctx, (void*)b.dtab}) {
+    g.free(p);
+  }
+}
+
+void run(benchmark::State& state, Mode mode, int seqs, int64_t context, int64_t q_len) {
+  if (gpu() == nullptr) {
+    state.SkipWithError("no CUDA device");
+    return;
+  }
+  std::unique_ptr<Batch> b = make_batch(seqs, context, q_len);
+  ExecContext ctx;
+  ctx.mode = mode;
+  AttentionArgs a;
+  a.q = b->q;
+  a.k_new = b->k;
+  a.v_new = b->v;
+  a.k_cache = b->kc;
+  a.v_cache = b->vc;
+  a.query_start = b->dqs;
+  a.context_lens = b->dctx;
+  a.block_tables = b->dtab;
+  a.host_query_start = b->qs.data();
+  a.host_context_lens = b->ctx.data();
+  a.num_seqs = seqs;
+  a.max_blocks_per_seq = b->max_blocks;
+  a.T = b->T;
+  a.num_q_heads = kHq;
+  a.num_kv_heads = kHkv;
+  a.head_dim = kHd;
+  a.block_size = kBlock;
+  a.num_blocks = b->num_blocks;
+  a.scale = float(1.0 / std::sqrt(double(kHd)));
+  a.plan = plan_attention(mode, seqs, kHkv, context, kDefaultParallelUnits);
+  a.out = b->out;
+  bool failed = false;
+  auto call = [&](int) { failed = failed || !gpu()->attention(ctx, a).ok(); };
+  const int reps = reps_for(call, 3e-3);
+  double total = 0;
+  int n = 0;
+  for (auto _ : state) {
+    const double t = time_per_call(call, reps);
+    if (t <= 0 || failed) {
+      state.SkipWithError("attention failed");
+      free_batch(*b);
+      return;
+    }
+    state.SetIterationTime(t);
+    total += t;
+    ++n;
+  }
+  const double t = total / std::max(1, n);
+  state.counters["us"] = t * 1e6;
+  if (q_len == 1) {
+    const double bytes = double(seqs) * context * kHkv * kHd * 2.0 * 2.0;
+    state.counters["GBs"] = bytes / t / 1e9;
+    state.counters["frac_bw"] = bytes / copy_bandwidth() / t;
+  } else {
+    const double pairs = double(seqs) * q_len * (q_len + 1) / 2.0;  // (query, visible key) pairs
+    const double flops = 4.0 * kHq * kHd * pairs;
+    state.counters["TFLOPs"] = flops / t / 1e12;
+    state.counters["frac_tc"] = flops / kTensorPeak / t;
+  }
+  free_batch(*b);
+}
+
+}  // namespace
+}  // namespace samebits::bench
+
+int main(int argc, char** argv) {
+  using namespace samebits;
+  using namespace samebits::bench;
+  for (Mode mode : {Mode::kInvariant, Mode::kDefault}) {
+    const std::string m(mode_name(mode));
+    for (int seqs : {1, 4, 16, 64, 256}) {
+      for (int64_t context : {128, 512, 2048, 8192}) {
+        benchmark::RegisterBenchmark(absl::StrCat("decode/", m, "/batch=", seqs, "/context=", context).c_str(),
+                                     [=](benchmark::State& st) { run(st, mode, seqs, context, 1); })
+            ->UseManualTime()->Iterations(5)->Unit(benchmark::kMicrosecond);
+      }
+    }
+    for (int64_t chunk : {64, 256, 1024, 4096}) {
+      benchmark::RegisterBenchmark(absl::StrCat("prefill/", m, "/chunk=", chunk).c_str(),
+                                   [=](benchmark::State& st) { run(st, mode, 1, chunk, chunk); })
+          ->UseManualTime()->Iterations(5)->Unit(benchmark::kMicrosecond);
+    }
+  }
+  benchmark::Initialize(&argc, argv);
+  CollectingReporter reporter;
+  benchmark::RunSpecifiedBenchmarks(&reporter);
+  std::printf("\n%-40s %10s %8s %8s\n", "attention", "us", "GB/s|TF", "frac");
+  for (const auto& [name, c] : reporter.results()) {
+    if (c.counters.count("us") == 0) continue;
+    const bool decode = c.counters.count("frac_bw") > 0;
+    std::printf("%-40s %10.1f %8.1f %8.3f\n", name.c_str(), c.counters.at("us"),
+                decode ? c.counters.at("GBs") : c.counters.at("TFLOPs"),
+                decode ? c.counters.at("frac_bw") : c.counters.at("frac_tc"));
+  }
+  std::printf("device copy bandwidth: %.2f TB/s\n", copy_bandwidth() / 1e12);
+  benchmark::Shutdown();
+  return 0;
+}

@@ -1,0 +1,42 @@
+// Shared pieces of the CUDA benchmarks: CUDA-event timing of a batch of launches (manual time),
+// a reporter that collects every run for the summary tables printed at the end, and the measured
+// device-copy bandwidth used as the memory floor.
+#pragma once
+#include <benchmark/benchmark.h>
+
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "kernels/backend.h"
+
+namespace samebits::bench {
+
+// The CUDA backend, or nullptr (then every benchmark skips with an error message).
+const Backend* gpu();
+
+// Seconds per call of fn, timed with CUDA events over `reps` calls after one warm-up call.
+// fn(i) is the i-th call (to rotate inputs). Returns a negative value on a CUDA error.
+double time_per_call(const std::function<void(int)>& fn, int reps);
+// Picks reps so that one timed batch lasts about target_seconds.
+int reps_for(const std::function<void(int)>& fn, double target_seconds);
+
+// Device-to-device copy bandwidth in bytes/s (read + written), measured once.
+double copy_bandwidth();
+
+// Collects runs: name -> counters (and real time per iteration in seconds).
+struct Collected {
+  double seconds = 0;
+  std::map<std::string, double> counters;
+};
+class CollectingReporter : public benchmark::ConsoleReporter {
+ public:
+  void ReportRuns(const std::vector<Run>& runs) override;
+  const std::map<std::string, Collected>& results() const { return results_; }
+
+ private:
+  std::map<std::string, Collected> results_;
+};
+
+}  // namespace samebits::bench

@@ -1,0 +1,410 @@
+// The paged attention kernel (kernels/cuda/attention.cu states the order of every reduction).
+// One block (4 warps, 64 rows) per work item: the rows are (query token, q head) pairs of one
+// sequence and one kv head, query-major (row = query * group + head in group), so GQA heads share
+// every key load. For each of the item's segments (a key range per row, from the plan), keys are
+// visited in sub-blocks of 64 aligned to absolute positions; S = Q K^T and O += P V run on
+// mma.sync m16n8k16 (bf16 in, fp32 accumulate), the softmax statistics per row in fp32.
+#pragma once
+#include <cstdint>
+
+#include "kernels/cuda/cuda_common.h"
+#include "kernels/cuda/tensor_core.cuh"
+#include "kernels/fixed_math.h"
+
+namespace samebits::cuda {
+
+constexpr int kAttnRows = 64;     // rows per block (4 warps x 16)
+constexpr int kAttnKeys = 64;     // keys per sub-block
+constexpr int kAttnThreads = 128;
+
+struct AttnItem {
+  int32_t seq, kv_head, row0, nrows;
+  int32_t seg_begin, seg_end;  // segments this block computes
+  int64_t partial;             // < 0: fold all segments here and write out; else partials base
+};
+
+struct AttnParams {
+  const bf16 *q, *k_new, *v_new, *k_cache, *v_cache;
+  const int32_t *query_start, *context_lens, *block_tables;
+  int max_blocks_per_seq, num_q_heads, num_kv_heads, block_size;
+  int64_t num_blocks;
+  float scale;
+  int split_count_kind;  // 1: AttentionPlan::kSplitCount, 0: kFixedSplitSize
+  int split_size, split_count, separate_new_keys;
+  bf16* out;
+  float* partials;
+  DeviceError* mailbox;
+  const AttnItem* items;
+};
+
+struct SegRange {
+  int64_t begin, end;  // empty when begin >= end
+  bool from_new;
+};
+
+// Key range of segment c for the query at absolute position p (kernels/plan.h semantics; the CPU's
+// query_sources in kernels/cpu/attention.cpp).
+__device__ __forceinline__ SegRange segment_range(const AttnParams& P, bool reads_new, int64_t cached,
+                                                  int64_t p, int c) {
+  const int64_t visible = p + 1;
+  if (p < 0) return SegRange{0, 0, false};
+  if (reads_new) {
+    if (cached > 0) {
+      if (c == 0) return SegRange{0, cached, false};
+      if (c == 1) return SegRange{cached, visible, true};
+      return SegRange{0, 0, false};
+    }
+    return c == 0 ? SegRange{0, visible, true} : SegRange{0, 0, false};
+  }
+  if (!P.split_count_kind) {
+    const int64_t b = int64_t(c) * P.split_size;
+    return SegRange{b, min(visible, b + P.split_size), false};
+  }
+  const int64_t n = min(int64_t(P.split_count), visible);
+  if (c >= n) return SegRange{0, 0, false};
+  const int64_t chunk = (visible + n - 1) / n;
+  const int64_t b = min(visible, int64_t(c) * chunk);
+  return SegRange{b, min(visible, b + chunk), false};
+}
+
+// Fold of one segment's partial (m, l, o) into a running total, in segment order; the first
+// non-empty partial is taken as is. Shared by the in-block fold and the merge kernel.
+__device__ __forceinline__ void fold_scales(bool has_total, float total_m, float m, float* new_m, float* a,
+                                            float* b) {
+  if (!has_total) {
+    *new_m = m;
+    *a = 0.0f;
+    *b = 1.0f;
+    return;
+  }
+  const float mm = fmaxf(total_m, m);
+  *new_m = mm;
+  *a = fixed_expf(total_m - mm);
+  *b = fixed_expf(m - mm);
+}
+__device__ __forceinline__ float fold_value(bool has_total, float total, float a, float v, float b) {
+  if (!has_total) return v;
+  const float x = total * a, y = v * b;
+  return x + y;
+}
+
+template <int HD>
+__global__ void __launch_bounds__(kAttnThreads) attention_kernel(AttnParams P) {
+  constexpr int CH = HD / 8;   // 16-byte chunks per row
+  constexpr int NTD = HD / 8;  // n8 tiles over head_dim
+  constexpr int KV_BYTES = kAttnKeys * HD * 2;
+  extern __shared__ __align__(128) unsigned char smem[];
+  const uint32_t q_s = smem_addr(smem);
+  const uint32_t k_s = q_s + kAttnRows * HD * 2;  // [2] buffers
+  const uint32_t v_s = k_s + 2 * KV_BYTES;        // [2] buffers
+  __shared__ int range_lo[4], range_hi[4];
+
+  const AttnItem it = P.items[blockIdx.x];
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int s = it.seq, g = it.kv_head;
+  const int group = P.num_q_heads / P.num_kv_heads;
+  const int64_t qs = P.query_start[s];
+  const int64_t q_len = P.query_start[s + 1] - qs;
+  const int64_t context = P.context_lens[s];
+  const int64_t cached = context - q_len;
+  const bool reads_new = P.split_count_kind && P.separate_new_keys && q_len > 1;
+  const int32_t* table = P.block_tables + int64_t(s) * P.max_blocks_per_seq;
+
+  // Q tile (rows beyond nrows are zero).
+  for (int c = tid; c < kAttnRows * CH; c += kAttnThreads) {
+    const int r = c / CH, ch = c % CH;
+    const bool valid = r < it.nrows;
+    const int row = it.row0 + r;
+    const bf16* src = P.q;
+    if (valid) src = P.q + ((qs + row / group) * P.num_q_heads + g * group + row % group) * HD + ch * 8;
+    cp_async_16(q_s + swizzled(r, ch, CH), src, valid);
+  }
+  cp_async_commit();
+
+  // This thread's two rows (of the mma layout) and their absolute positions (-1: padding row).
+  int64_t pos[2];
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const int r = warp * 16 + (lane >> 2) + h * 8;
+    pos[h] = r < it.nrows ? cached + (it.row0 + r) / group : -1;
+  }
+
+  float ot[NTD][4];
+  float tot_m[2] = {0.0f, 0.0f}, tot_l[2] = {0.0f, 0.0f};
+  bool has_total[2] = {false, false};
+#pragma unroll
+  for (int nt = 0; nt < NTD; ++nt)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) ot[nt][e] = 0.0f;
+
+  for (int c = it.seg_begin; c < it.seg_end; ++c) {
+    SegRange rg[2];
+    bool from_new = false;
+    int64_t lo = INT64_MAX, hi = INT64_MIN;
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      rg[h] = segment_range(P, reads_new, cached, pos[h], c);
+      if (rg[h].begin < rg[h].end) {
+        lo = min(lo, rg[h].begin);
+        hi = max(hi, rg[h].end);
+        from_new = rg[h].from_new;
+      }
+    }
+    // Block-wide key range of this segment (integer min/max: exact in any order).
+#pragma unroll
+    for (int o = 16; o >= 1; o >>= 1) {
+      lo = min(lo, (int64_t)__shfl_xor_sync(0xffffffffu, (long long)lo, o));
+      hi = max(hi, (int64_t)__shfl_xor_sync(0xffffffffu, (long long)hi, o));
+    }
+    const int any_new = __any_sync(0xffffffffu, from_new);
+    if (lane == 0) {
+      range_lo[warp] = lo == INT64_MAX ? INT32_MAX : int(lo);
+      range_hi[warp] = hi == INT64_MIN ? INT32_MIN : int(hi);
+    }
+    __shared__ int new_flags[4];
+    if (lane == 0) new_flags[warp] = any_new;
+    __syncthreads();
+    int kb = range_lo[0], ke = range_hi[0];
+    bool seg_new = new_flags[0];
+#pragma unroll
+    for (int w = 1; w < 4; ++w) {
+      kb = min(kb, range_lo[w]);
+      ke = max(ke, range_hi[w]);
+      seg_new = seg_new || new_flags[w];
+    }
+
+    // Segment state per row.
+    float o[NTD][4];
+#pragma unroll
+    for (int nt = 0; nt < NTD; ++nt)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) o[nt][e] = 0.0f;
+    float m[2] = {0.0f, 0.0f}, l[2] = {0.0f, 0.0f};
+    bool first[2] = {true, true};
+
+    if (kb < ke) {
+      const int64_t sb_first = (int64_t(kb) / kAttnKeys) * kAttnKeys;
+      const int nsb = int((int64_t(ke) - sb_first + kAttnKeys - 1) / kAttnKeys);
+      // Loads keys [sb0, sb0 + 64) of K and V into buffer `buf` (zero beyond the context).
+      auto load_kv = [&](int buf, int64_t sb0) {
+        constexpr int kKeysPerPass = kAttnThreads / CH;
+        const int ch = tid % CH;
+#pragma unroll
+        for (int kk = 0; kk < kAttnKeys / kKeysPerPass; ++kk) {
+          const int r = tid / CH + kk * kKeysPerPass;
+          const int64_t j = sb0 + r;
+          const bf16* ksrc = P.k_cache;
+          const bf16* vsrc = P.v_cache;
+          bool valid = j < context;
+          if (valid && seg_new && j >= cached) {
+            const int64_t off = ((qs + (j - cached)) * P.num_kv_heads + g) * HD + ch * 8;
+            ksrc = P.k_new + off;
+            vsrc = P.v_new + off;
+          } else if (valid) {
+            const int32_t blk = table[j / P.block_size];
+            if (blk < 0 || blk >= P.num_blocks) {
+              report_device_error(P.mailbox, kErrAttentionBlock, s, blk, P.num_blocks);
+              valid = false;
+            } else {
+              const int64_t slot = int64_t(blk) * P.block_size + j % P.block_size;
+              const int64_t off = (slot * P.num_kv_heads + g) * HD + ch * 8;
+              ksrc = P.k_cache + off;
+              vsrc = P.v_cache + off;
+            }
+          }
+          cp_async_16(k_s + buf * KV_BYTES + swizzled(r, ch, CH), ksrc, valid);
+          cp_async_16(v_s + buf * KV_BYTES + swizzled(r, ch, CH), vsrc, valid);
+        }
+      };
+
+      load_kv(0, sb_first);
+      cp_async_commit();
+      for (int i = 0; i < nsb; ++i) {
+        const int64_t sb0 = sb_first + int64_t(i) * kAttnKeys;
+        if (i + 1 < nsb) {
+          load_kv((i + 1) & 1, sb0 + kAttnKeys);
+          cp_async_commit();
+          cp_async_wait<1>();
+        } else {
+          cp_async_wait<0>();
+        }
+        __syncthreads();
+        // Rows with at least one key of this sub-block in their range.
+        bool active[2];
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          active[h] = max(rg[h].begin, sb0) < min(rg[h].end, sb0 + kAttnKeys);
+        }
+        if (__any_sync(0xffffffffu, active[0] || active[1])) {
+          const uint32_t kb_s = k_s + (i & 1) * KV_BYTES, vb_s = v_s + (i & 1) * KV_BYTES;
+          float sc[8][4];
+#pragma unroll
+          for (int nt = 0; nt < 8; ++nt)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) sc[nt][e] = 0.0f;
+#pragma unroll
+          for (int kk = 0; kk < HD / 16; ++kk) {
+            uint32_t a[4];
+            ldmatrix_x4(a, q_s + swizzled(warp * 16 + (lane & 15), kk * 2 + (lane >> 4), CH));
+#pragma unroll
+            for (int np = 0; np < 4; ++np) {
+              uint32_t b[4];
+              const int key = np * 16 + (lane & 7) + ((lane >> 4) << 3);
+              ldmatrix_x4(b, kb_s + swizzled(key, kk * 2 + ((lane >> 3) & 1), CH));
+              mma_bf16_16816(sc[2 * np], a, b[0], b[1]);
+              mma_bf16_16816(sc[2 * np + 1], a, b[2], b[3]);
+            }
+          }
+          // Softmax statistics per row: masked scores, max, exponentials, sum (fixed orders).
+          float alpha[2];
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            float mx = -INFINITY;
+#pragma unroll
+            for (int nt = 0; nt < 8; ++nt)
+#pragma unroll
+              for (int e = 0; e < 2; ++e) {
+                const int64_t j = sb0 + nt * 8 + (lane & 3) * 2 + e;
+                const bool in = j >= rg[h].begin && j < rg[h].end;
+                const float x = in ? sc[nt][2 * h + e] * P.scale : -INFINITY;
+                sc[nt][2 * h + e] = x;
+                mx = fmaxf(mx, x);
+              }
+            mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+            mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+            const float m_new = first[h] ? mx : fmaxf(m[h], mx);
+            alpha[h] = active[h] ? (first[h] ? 0.0f : fixed_expf(m[h] - m_new)) : 1.0f;
+            float sum = 0.0f;
+#pragma unroll
+            for (int nt = 0; nt < 8; ++nt)
+#pragma unroll
+              for (int e = 0; e < 2; ++e) {
+                const float x = sc[nt][2 * h + e];
+                const float p = (active[h] && x != -INFINITY) ? fixed_expf(x - m_new) : 0.0f;
+                sc[nt][2 * h + e] = p;
+                sum = sum + p;
+              }
+            sum = sum + __shfl_xor_sync(0xffffffffu, sum, 1);
+            sum = sum + __shfl_xor_sync(0xffffffffu, sum, 2);
+            if (active[h]) {
+              const float scaled = l[h] * alpha[h];
+              l[h] = first[h] ? sum : scaled + sum;
+              m[h] = m_new;
+              first[h] = false;
+            }
+          }
+#pragma unroll
+          for (int nt = 0; nt < NTD; ++nt) {
+            o[nt][0] = o[nt][0] * alpha[0];
+            o[nt][1] = o[nt][1] * alpha[0];
+            o[nt][2] = o[nt][2] * alpha[1];
+            o[nt][3] = o[nt][3] * alpha[1];
+          }
+          // O += P V: P from the score registers (bf16), V through ldmatrix.trans.
+#pragma unroll
+          for (int kk = 0; kk < kAttnKeys / 16; ++kk) {
+            uint32_t a[4];
+            a[0] = pack_bf16x2(sc[2 * kk][0], sc[2 * kk][1]);
+            a[1] = pack_bf16x2(sc[2 * kk][2], sc[2 * kk][3]);
+            a[2] = pack_bf16x2(sc[2 * kk + 1][0], sc[2 * kk + 1][1]);
+            a[3] = pack_bf16x2(sc[2 * kk + 1][2], sc[2 * kk + 1][3]);
+#pragma unroll
+            for (int dp = 0; dp < NTD / 2; ++dp) {
+              uint32_t b[4];
+              const int key = kk * 16 + (lane & 7) + ((lane >> 3) & 1) * 8;
+              ldmatrix_x4_trans(b, vb_s + swizzled(key, dp * 2 + (lane >> 4), CH));
+              mma_bf16_16816(o[2 * dp], a, b[0], b[1]);
+              mma_bf16_16816(o[2 * dp + 1], a, b[2], b[3]);
+            }
+          }
+        }
+        __syncthreads();  // buffer i & 1 is refilled by the next iteration's load
+      }
+    }
+
+    // End of segment: a partial per row (l = 0 marks an empty one), stored or folded in order.
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int r = warp * 16 + (lane >> 2) + h * 8;
+      if (r >= it.nrows) continue;
+      if (it.partial >= 0) {
+        float* dst = P.partials + it.partial + (int64_t(c) * it.nrows + r) * (HD + 2);
+#pragma unroll
+        for (int nt = 0; nt < NTD; ++nt) {
+          const int d = nt * 8 + (lane & 3) * 2;
+          dst[d] = first[h] ? 0.0f : o[nt][2 * h];
+          dst[d + 1] = first[h] ? 0.0f : o[nt][2 * h + 1];
+        }
+        if ((lane & 3) == 0) {
+          dst[HD] = first[h] ? 0.0f : m[h];
+          dst[HD + 1] = first[h] ? 0.0f : l[h];
+        }
+      } else if (!first[h]) {
+        float new_m, a, b;
+        fold_scales(has_total[h], tot_m[h], m[h], &new_m, &a, &b);
+#pragma unroll
+        for (int nt = 0; nt < NTD; ++nt) {
+          ot[nt][2 * h] = fold_value(has_total[h], ot[nt][2 * h], a, o[nt][2 * h], b);
+          ot[nt][2 * h + 1] = fold_value(has_total[h], ot[nt][2 * h + 1], a, o[nt][2 * h + 1], b);
+        }
+        tot_l[h] = fold_value(has_total[h], tot_l[h], a, l[h], b);
+        tot_m[h] = new_m;
+        has_total[h] = true;
+      }
+    }
+    __syncthreads();  // range_lo / range_hi are rewritten by the next segment
+  }
+
+  if (it.partial >= 0) return;
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const int r = warp * 16 + (lane >> 2) + h * 8;
+    if (r >= it.nrows || !has_total[h]) continue;
+    const int row = it.row0 + r;
+    bf16* dst = P.out + ((qs + row / group) * P.num_q_heads + g * group + row % group) * HD;
+#pragma unroll
+    for (int nt = 0; nt < NTD; ++nt) {
+      const int d = nt * 8 + (lane & 3) * 2;
+      dst[d] = to_bf16(__fdiv_rn(ot[nt][2 * h], tot_l[h]));
+      dst[d + 1] = to_bf16(__fdiv_rn(ot[nt][2 * h + 1], tot_l[h]));
+    }
+  }
+}
+
+struct MergeJob {
+  int32_t seq, kv_head, row0, nrows, nseg;
+  int64_t partial;
+};
+
+// One warp per (job, row): the same fold as the block's, over the stored partials in order.
+template <int HD>
+__global__ void attention_merge_kernel(AttnParams P, const MergeJob* jobs) {
+  const MergeJob job = jobs[blockIdx.x];
+  const int r = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  if (r >= job.nrows) return;
+  constexpr int PER = HD / 32;
+  float ot[PER];
+  float tot_m = 0.0f, tot_l = 0.0f;
+  bool has_total = false;
+  for (int c = 0; c < job.nseg; ++c) {
+    const float* src = P.partials + job.partial + (int64_t(c) * job.nrows + r) * (HD + 2);
+    const float l = src[HD + 1];
+    if (l == 0.0f) continue;
+    float new_m, a, b;
+    fold_scales(has_total, tot_m, src[HD], &new_m, &a, &b);
+#pragma unroll
+    for (int i = 0; i < PER; ++i) ot[i] = fold_value(has_total, ot[i], a, src[lane + 32 * i], b);
+    tot_l = fold_value(has_total, tot_l, a, l, b);
+    tot_m = new_m;
+    has_total = true;
+  }
+  if (!has_total) return;
+  const int group = P.num_q_heads / P.num_kv_heads;
+  const int64_t qs = P.query_start[job.seq];
+  const int row = job.row0 + r;
+  bf16* dst = P.out + ((qs + row / group) * P.num_q_heads + job.kv_head * group + row % group) * HD;
+#pragma unroll
+  for (int i = 0; i < PER; ++i) dst[lane + 32 * i] = to_bf16(__fdiv_rn(ot[i], tot_l));
+}
+
+}  // namespace samebits::cuda

@@ -1,0 +1,39 @@
+// The CUDA backend's ops, one function per op, each in its own file under kernels/cuda/.
+// kernels/cuda/backend_cuda.cpp puts them into the backend table (kernels/backend.h).
+// Every pointer in the args is device memory, except SampleArgs::params (host, as on every backend)
+// and the optional host mirrors of AttentionArgs. Ops are asynchronous on ctx.stream; bad indices
+// found on the device are reported by the next synchronize/download (kernels/cuda/cuda_common.h).
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "absl/status/status.h"
+#include "kernels/ops.h"
+
+namespace samebits {
+
+absl::Status cuda_linear(const ExecContext& ctx, const LinearArgs& args);        // linear.cu
+absl::Status cuda_rmsnorm(const ExecContext& ctx, const RmsNormArgs& args);      // rmsnorm.cu
+absl::Status cuda_rope(const ExecContext& ctx, const RopeArgs& args);            // rope.cu
+absl::Status cuda_silu_mul(const ExecContext& ctx, const SiluMulArgs& args);     // silu_mul.cu
+absl::Status cuda_embedding(const ExecContext& ctx, const EmbeddingArgs& args);  // embedding.cu
+absl::Status cuda_kv_write(const ExecContext& ctx, const KvWriteArgs& args);     // kv_write.cu
+absl::Status cuda_attention(const ExecContext& ctx, const AttentionArgs& args);  // attention.cu
+absl::Status cuda_argmax(const ExecContext& ctx, const ArgmaxArgs& args);        // argmax.cu
+absl::Status cuda_sample(const ExecContext& ctx, const SampleArgs& args);        // sample.cu
+
+// Fills dst[0, n) with synthetic weights: value i = bf16(offset + scale * u(tensor_key, i)), the
+// generator of models/tiny_qwen/weights.cpp (tensor_key = XXH3_64bits_withSeed(name, seed)).
+absl::Status cuda_fill_synthetic(void* dst, int64_t n, uint64_t tensor_key, float scale, float offset);
+// synthetic_fill.cu
+
+// Invariant linear with a forced tile configuration (benchmarks and tests of the tile choice):
+// every configuration gives the same bits (the per-element reduction does not depend on the tile).
+int cuda_linear_invariant_config_count();
+std::string cuda_linear_invariant_config_name(int config);
+// config < 0: the automatic choice for (M, N).
+absl::Status cuda_linear_invariant(const ExecContext& ctx, const LinearArgs& args, int config);
+// The configuration the automatic choice picks for (M, N, K).
+int cuda_linear_invariant_auto_config(int64_t M, int64_t N, int64_t K);
+
+}  // namespace samebits

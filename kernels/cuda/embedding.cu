@@ -1,0 +1,37 @@
+// embedding on CUDA: y[t, :] = table[ids[t], :], a row copy (no arithmetic: identical in both
+// modes). One thread per value. An id outside [0, vocab) skips its token and is reported by the
+// next synchronize (ids live in device memory).
+#include "absl/strings/str_cat.h"
+#include "kernels/cuda/cuda_common.h"
+#include "kernels/cuda/cuda_ops.h"
+
+namespace samebits {
+namespace {
+
+__global__ void embedding_kernel(EmbeddingArgs a, cuda::DeviceError* box) {
+  const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= a.T * a.dim) return;
+  const int64_t t = i / a.dim, d = i % a.dim;
+  const int32_t id = a.ids[t];
+  if (id < 0 || id >= a.vocab) {
+    if (d == 0) cuda::report_device_error(box, cuda::kErrEmbeddingId, t, id, a.vocab);
+    return;
+  }
+  a.y[i] = a.table[int64_t(id) * a.dim + d];
+}
+
+}  // namespace
+
+absl::Status cuda_embedding(const ExecContext& ctx, const EmbeddingArgs& a) {
+  if (a.ids == nullptr) return absl::InvalidArgumentError("embedding: ids is null");
+  if (a.table == nullptr) return absl::InvalidArgumentError("embedding: table is null");
+  if (a.y == nullptr) return absl::InvalidArgumentError("embedding: y is null");
+  if (a.T <= 0) return absl::InvalidArgumentError(absl::StrCat("embedding: T must be positive, got ", a.T));
+  if (a.vocab <= 0) return absl::InvalidArgumentError(absl::StrCat("embedding: vocab must be positive, got ", a.vocab));
+  if (a.dim <= 0) return absl::InvalidArgumentError(absl::StrCat("embedding: dim must be positive, got ", a.dim));
+  const int64_t n = a.T * a.dim;
+  embedding_kernel<<<unsigned(cuda::ceil_div64(n, 256)), 256, 0, cuda::stream_of(ctx)>>>(a, cuda::device_error_mailbox());
+  return cuda::check_launch("embedding_kernel");
+}
+
+}  // namespace samebits

@@ -1,0 +1,269 @@
+// linear on CUDA: y[m,n] = sum_k x[m,k] * w[n,k] (+ bias[n]), fp32 accumulation, bf16 or fp32 out.
+//
+// Default mode: cuBLASLt (bf16 inputs, fp32 compute) with its own heuristic algorithm choice
+// (kernels/cuda/cublaslt_matmul.cpp). Its split-K, stream-K and tile choices follow M, so a row's
+// bits follow the batch size, as in production. Run to run it is deterministic (cuBLAS's in-order
+// reductions).
+//
+// Invariant mode: our own tensor-core kernel. Every output element is ONE chain of
+// mma.sync.m16n8k16 (bf16 in, fp32 accumulate) over k16 steps in increasing k, starting from +0,
+// with K zero-padded to a multiple of 64: acc = mma(x[m, 0:16], w[n, 0:16], 0);
+// acc = mma(x[m, 16:32], w[n, 16:32], acc); ... then + bias (one fp32 add) and one rounding to
+// bf16 (or none for fp32). No split-K, no stream-K. The instruction's output (m, n) depends only on
+// row m of x and row n of w, so the tile configuration (chosen from M and N for speed; the
+// benchmarks and tests force each one) only decides WHO computes an element, never HOW: a row's
+// bits are the same alone, at any position of any batch, under every configuration, run to run.
+// Small M is memory-bound: rows are padded into the m16 instruction shape (zero-filled, no memory
+// traffic) and the weights are streamed through a deep cp.async pipeline by narrow column tiles.
+#include <algorithm>
+#include <cstdio>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "kernels/cuda/cublaslt_matmul.h"
+#include "kernels/cuda/cuda_common.h"
+#include "kernels/cuda/cuda_ops.h"
+#include "kernels/cuda/linear_common.cuh"
+#include "kernels/cuda/tensor_core.cuh"
+
+namespace samebits {
+namespace {
+
+using cuda::cp_async_16;
+using cuda::cp_async_commit;
+using cuda::cp_async_wait;
+using cuda::ldmatrix_x4;
+using cuda::mma_bf16_16816;
+using cuda::smem_addr;
+using cuda::swizzled;
+using cuda::LinearParams;
+using cuda::load_tile;
+
+template <int BM, int BN, int WM, int WN, int STAGES, bool VEC, int BK>
+struct Tile {
+  static constexpr int kWarpsM = BM / WM, kWarpsN = BN / WN;
+  static constexpr int kThreads = kWarpsM * kWarpsN * 32;
+  static constexpr int kChunks = BK / 8;
+  static constexpr int kStageBytes = (BM + BN) * BK * 2;
+  static constexpr int kSmemBytes = kStageBytes * STAGES;
+  static_assert(WM % 16 == 0 && WN % 16 == 0 && BK % 64 == 0, "warp tile in m16 x n16 units, BK of 64s");
+};
+
+template <int BM, int BN, int WM, int WN, int STAGES, bool VEC, int BK>
+__global__ void __launch_bounds__(Tile<BM, BN, WM, WN, STAGES, VEC, BK>::kThreads)
+    invariant_linear_kernel(LinearParams p) {
+  using T = Tile<BM, BN, WM, WN, STAGES, VEC, BK>;
+  constexpr int MT = WM / 16, NT = WN / 8;
+  extern __shared__ __align__(128) unsigned char smem[];
+  const uint32_t base = smem_addr(smem);
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int warp_m = warp / T::kWarpsN, warp_n = warp % T::kWarpsN;
+  int m0, n0;
+  cuda::tile_of_block(blockIdx.x, p.M, p.N, BM, BN, &m0, &n0);
+
+  float acc[MT][NT][4];
+#pragma unroll
+  for (int i = 0; i < MT; ++i)
+#pragma unroll
+    for (int j = 0; j < NT; ++j)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.0f;
+
+  const int KT = (p.K + BK - 1) / BK;
+  auto load_stage = [&](int kt) {
+    const uint32_t stage = base + (kt % STAGES) * T::kStageBytes;
+    load_tile<BM, T::kThreads, VEC, BK>(stage, p.x, m0, p.M, p.K, kt * BK, tid);
+    load_tile<BN, T::kThreads, VEC, BK>(stage + BM * BK * 2, p.w, n0, p.N, p.K, kt * BK, tid);
+  };
+#pragma unroll
+  for (int s = 0; s < STAGES - 1; ++s) {
+    if (s < KT) load_stage(s);
+    cp_async_commit();
+  }
+
+  for (int kt = 0; kt < KT; ++kt) {
+    cp_async_wait<STAGES - 2>();
+    __syncthreads();
+    if (kt + STAGES - 1 < KT) load_stage(kt + STAGES - 1);
+    cp_async_commit();
+    const uint32_t a_stage = base + (kt % STAGES) * T::kStageBytes;
+    const uint32_t b_stage = a_stage + BM * BK * 2;
+#pragma unroll
+    for (int kk = 0; kk < BK / 16; ++kk) {
+      uint32_t a[MT][4];
+#pragma unroll
+      for (int mt = 0; mt < MT; ++mt) {
+        const int row = warp_m * WM + mt * 16 + (lane & 15);
+        ldmatrix_x4(a[mt], a_stage + swizzled(row, kk * 2 + (lane >> 4), T::kChunks));
+      }
+      uint32_t b[NT][2];
+#pragma unroll
+      for (int np = 0; np < NT / 2; ++np) {
+        const int row = warp_n * WN + np * 16 + (lane & 7) + ((lane >> 4) << 3);
+        uint32_t r[4];
+        ldmatrix_x4(r, b_stage + swizzled(row, kk * 2 + ((lane >> 3) & 1), T::kChunks));
+        b[2 * np][0] = r[0];
+        b[2 * np][1] = r[1];
+        b[2 * np + 1][0] = r[2];
+        b[2 * np + 1][1] = r[3];
+      }
+#pragma unroll
+      for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+        for (int nt = 0; nt < NT; ++nt) mma_bf16_16816(acc[mt][nt], a[mt], b[nt][0], b[nt][1]);
+    }
+  }
+  cp_async_wait<0>();
+
+#pragma unroll
+  for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+    for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+      for (int half = 0; half < 2; ++half)
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          cuda::store_output(p, m0 + warp_m * WM + mt * 16 + (lane >> 2) + half * 8,
+                             n0 + warp_n * WN + nt * 8 + (lane & 3) * 2 + e, acc[mt][nt][half * 2 + e]);
+        }
+}
+
+struct Config {
+  const char* name;
+  int bm, bn, threads, smem;
+  void (*kernel)(LinearParams);
+  enum Kind { kMma, kStream, kWgmma } kind;  // kStream: linear_stream.cu; kWgmma: sm90a/linear_wgmma.cu
+};
+
+template <int BM, int BN, int WM, int WN, int STAGES, bool VEC, int BK>
+constexpr Config make_config(const char* name) {
+  using T = Tile<BM, BN, WM, WN, STAGES, VEC, BK>;
+  return Config{name, BM, BN, T::kThreads, T::kSmemBytes,
+                invariant_linear_kernel<BM, BN, WM, WN, STAGES, VEC, BK>, Config::kMma};
+}
+
+// Aligned configurations, narrow to wide (the small ones stream long contiguous row pieces per
+// stage), then the bulk-copy streaming one (M <= 16), the wgmma ones (Hopper), and the unaligned
+// fallback (K % 8 != 0 or pointers not 16-byte aligned: same arithmetic with element loads).
+enum ConfigIndex { kMma16x32, kMma16x64, kMma32x64, kMma64x128, kMma128x128, kMma128x256, kStream16x32,
+                   kWgmma64x256, kWgmma128x256, kUnaligned16x32, kConfigCount };
+const Config kConfigs[kConfigCount] = {
+    make_config<16, 32, 16, 16, 4, true, 256>("mma 16x32x256/4st/2w"),
+    make_config<16, 64, 16, 16, 5, true, 128>("mma 16x64x128/5st/4w"),
+    make_config<32, 64, 16, 32, 4, true, 128>("mma 32x64x128/4st/4w"),
+    make_config<64, 128, 32, 64, 4, true, 64>("mma 64x128x64/4st/4w"),
+    make_config<128, 128, 64, 64, 4, true, 64>("mma 128x128x64/4st/4w"),
+    make_config<128, 256, 64, 64, 3, true, 64>("mma 128x256x64/3st/8w"),
+    Config{"bulk-copy mma 16x32x512/4st/2w", 16, 32, 64, 0, nullptr, Config::kStream},
+    Config{"wgmma 64x256x64/4st/1wg", 64, 256, 128, 0, nullptr, Config::kWgmma},
+    Config{"wgmma 128x256x64/4st/2wg", 128, 256, 256, 0, nullptr, Config::kWgmma},
+    make_config<16, 32, 16, 16, 4, false, 64>("mma 16x32x64/4st/2w/unaligned"),
+};
+constexpr int kUnalignedConfig = kUnaligned16x32;
+
+bool hopper() {
+  static const bool yes = [] {
+    int device = 0, major = 0, minor = 0;
+    cudaGetDevice(&device);
+    cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device);
+    cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device);
+    return major == 9 && minor == 0;
+  }();
+  return yes;
+}
+
+absl::Status validate(const LinearArgs& a) {
+  if (a.x == nullptr) return absl::InvalidArgumentError("linear: x is null");
+  if (a.w == nullptr) return absl::InvalidArgumentError("linear: w is null");
+  if (a.M <= 0) return absl::InvalidArgumentError(absl::StrCat("linear: M must be positive, got ", a.M));
+  if (a.N <= 0) return absl::InvalidArgumentError(absl::StrCat("linear: N must be positive, got ", a.N));
+  if (a.K <= 0) return absl::InvalidArgumentError(absl::StrCat("linear: K must be positive, got ", a.K));
+  if (a.M > INT32_MAX || a.N > INT32_MAX || a.K > INT32_MAX) {
+    return absl::InvalidArgumentError(absl::StrCat("linear: M, N, K must fit in 32 bits, got ", a.M, ", ",
+                                                   a.N, ", ", a.K));
+  }
+  if ((a.y == nullptr) == (a.y_f32 == nullptr)) {
+    return absl::InvalidArgumentError(absl::StrCat("linear: exactly one of y (bf16) and y_f32 must be set, got ",
+                                                   a.y == nullptr ? "neither" : "both"));
+  }
+  return absl::OkStatus();
+}
+
+bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15) == 0; }
+
+__global__ void add_bias_f32_kernel(float* y, const bf16* bias, int64_t M, int64_t N) {
+  const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= M * N) return;
+  y[i] = y[i] + to_float(bias[i % N]);
+}
+
+}  // namespace
+
+namespace cuda {
+absl::Status add_bias_f32(const ExecContext& ctx, float* y, const bf16* bias, int64_t M, int64_t N) {
+  const int64_t n = M * N;
+  add_bias_f32_kernel<<<unsigned(ceil_div64(n, 256)), 256, 0, stream_of(ctx)>>>(y, bias, M, N);
+  return check_launch("add_bias_f32_kernel");
+}
+}  // namespace cuda
+
+int cuda_linear_invariant_config_count() { return kConfigCount; }
+
+std::string cuda_linear_invariant_config_name(int config) {
+  if (config < 0 || config >= kConfigCount) return "auto";
+  return kConfigs[config].name;
+}
+
+// The automatic choice, from measurements on the H200 (bench_cuda_matmul --sweep, 2026-11-30):
+// narrow column tiles streaming the weights while M is small (memory-bound: enough blocks to fill
+// the SMs without splitting K), wgmma tiles once they make a wave. Only speed depends on it: every
+// configuration gives the same bits (tests/gpu/test_gpu_linear.cpp runs each one).
+int cuda_linear_invariant_auto_config(int64_t M, int64_t N, int64_t /*K*/) {
+  const int64_t tiles64 = cuda::ceil_div64(M, 64) * cuda::ceil_div64(N, 256);
+  const int64_t tiles128 = cuda::ceil_div64(M, 128) * cuda::ceil_div64(N, 256);
+  if (hopper()) {
+    if (M >= 128 && tiles128 >= 64) return kWgmma128x256;
+    if (tiles64 >= 96) return kWgmma64x256;
+  } else if (M >= 512) {
+    return kMma128x256;
+  }
+  if (M <= 16) return kStream16x32;
+  if (M <= 32) return kMma16x32;
+  if (M <= 128) return kMma32x64;
+  return kMma64x128;
+}
+
+absl::Status cuda_linear_invariant(const ExecContext& ctx, const LinearArgs& a, int config) {
+  SAMEBITS_RETURN_IF_ERROR(validate(a));
+  const bool vec = a.K % 8 == 0 && aligned16(a.x) && aligned16(a.w);
+  if (!vec) {
+    config = kUnalignedConfig;
+  } else if (config < 0 || config >= kConfigCount) {
+    config = cuda_linear_invariant_auto_config(a.M, a.N, a.K);
+  }
+  // A forced configuration that cannot take the shape or the device runs the first one instead.
+  if ((kConfigs[config].kind == Config::kStream && a.M > 16) || (kConfigs[config].kind == Config::kWgmma && !hopper())) {
+    config = kMma16x32;
+  }
+  const Config& c = kConfigs[config];
+  LinearParams p{a.x, a.w, a.bias, a.y, a.y_f32, int(a.M), int(a.N), int(a.K)};
+  const int64_t tiles = cuda::ceil_div64(a.M, c.bm) * cuda::ceil_div64(a.N, c.bn);
+  if (tiles > INT32_MAX) return absl::InvalidArgumentError("linear: too many tiles");
+  if (c.kind == Config::kWgmma) return cuda::launch_wgmma_linear(p, c.bm, cuda::stream_of(ctx));
+  if (c.kind == Config::kStream) return cuda::launch_stream_linear(p, cuda::stream_of(ctx));
+  static bool attributes_set[kConfigCount] = {};
+  if (!attributes_set[config]) {
+    SAMEBITS_CUDA_TRY(cudaFuncSetAttribute(c.kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, c.smem));
+    attributes_set[config] = true;
+  }
+  c.kernel<<<dim3(unsigned(tiles)), dim3(c.threads), c.smem, cuda::stream_of(ctx)>>>(p);
+  return cuda::check_launch(c.name);
+}
+
+absl::Status cuda_linear(const ExecContext& ctx, const LinearArgs& a) {
+  if (ctx.mode == Mode::kInvariant) return cuda_linear_invariant(ctx, a, -1);
+  SAMEBITS_RETURN_IF_ERROR(validate(a));
+  return cuda::cublaslt_linear(ctx, a);
+}
+
+}  // namespace samebits

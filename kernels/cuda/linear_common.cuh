@@ -1,0 +1,82 @@
+// Pieces shared by the invariant linear kernels (linear.cu: mma.sync; sm90a/linear_wgmma.cu:
+// wgmma): the parameters, the swizzled tile loader, the tile raster and the epilogue. Both kernel
+// families compute every output element as ONE chain of k16 tensor-core steps in increasing k
+// from +0 (K zero-padded), then + bias, then one rounding: linear.cu's header states the contract.
+#pragma once
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "absl/status/status.h"
+
+#include "kernels/bf16.h"
+#include "kernels/cuda/tensor_core.cuh"
+
+namespace samebits::cuda {
+
+struct LinearParams {
+  const bf16* x;
+  const bf16* w;
+  const bf16* bias;
+  bf16* y;
+  float* y_f32;
+  int M, N, K;
+};
+
+// Copies one k-tile (BK columns, BK/8 chunks per row) of ROWS rows starting at row0 into a
+// swizzled stage; rows >= limit and columns >= K are zero-filled.
+template <int ROWS, int THREADS, bool VEC, int BK>
+__device__ __forceinline__ void load_tile(uint32_t stage, const bf16* src, int row0, int limit, int K, int k0,
+                                          int tid) {
+  constexpr int kChunks = BK / 8;
+#pragma unroll
+  for (int c = tid; c < ROWS * kChunks; c += THREADS) {
+    const int row = c / kChunks, chunk = c % kChunks;
+    const int grow = row0 + row, gk = k0 + chunk * 8;
+    const uint32_t dst = stage + swizzled(row, chunk, kChunks);
+    if constexpr (VEC) {
+      const bool valid = grow < limit && gk < K;
+      const bf16* ptr = valid ? src + int64_t(grow) * K + gk : src;
+      cp_async_16(dst, ptr, valid);
+    } else {
+      uint16_t v[8];
+#pragma unroll
+      for (int e = 0; e < 8; ++e) {
+        v[e] = (grow < limit && gk + e < K) ? src[int64_t(grow) * K + gk + e].bits : uint16_t(0);
+      }
+      asm volatile("st.shared.v4.u32 [%0], {%1,%2,%3,%4};\n" ::"r"(dst), "r"(uint32_t(v[0]) | (uint32_t(v[1]) << 16)),
+                   "r"(uint32_t(v[2]) | (uint32_t(v[3]) << 16)), "r"(uint32_t(v[4]) | (uint32_t(v[5]) << 16)),
+                   "r"(uint32_t(v[6]) | (uint32_t(v[7]) << 16)));
+    }
+  }
+}
+
+// Grouped raster: 8 row tiles share a band of column tiles (L2 reuse of x and w).
+__device__ __forceinline__ void tile_of_block(int pid, int M, int N, int BM, int BN, int* m0, int* n0) {
+  const int tiles_m = (M + BM - 1) / BM, tiles_n = (N + BN - 1) / BN;
+  constexpr int kGroup = 8;
+  const int in_group = kGroup * tiles_n;
+  const int first_m = (pid / in_group) * kGroup;
+  const int group_m = min(tiles_m - first_m, kGroup);
+  *m0 = (first_m + (pid % in_group) % group_m) * BM;
+  *n0 = ((pid % in_group) / group_m) * BN;
+}
+
+// y[row, col] from one accumulator: + bias (one fp32 add), then one rounding (bf16) or none.
+__device__ __forceinline__ void store_output(const LinearParams& p, int row, int col, float v) {
+  if (row >= p.M || col >= p.N) return;
+  if (p.bias != nullptr) v = v + to_float(p.bias[col]);
+  if (p.y_f32 != nullptr) {
+    p.y_f32[int64_t(row) * p.N + col] = v;
+  } else {
+    p.y[int64_t(row) * p.N + col] = to_bf16(v);
+  }
+}
+
+// The wgmma kernels (sm90a/linear_wgmma.cu, built for sm_90a only): bm = 64 (one warpgroup) or
+// 128 (two), 256 columns per tile. Unimplemented on a device that is not compute capability 9.0.
+absl::Status launch_wgmma_linear(const LinearParams& p, int bm, cudaStream_t stream);
+// The bulk-copy streaming kernel for M <= 16 (linear_stream.cu).
+absl::Status launch_stream_linear(const LinearParams& p, cudaStream_t stream);
+
+}  // namespace samebits::cuda

@@ -1,0 +1,63 @@
+// rope on CUDA (NeoX / HF rotate_half layout), in place on q and k, from the fp32 table
+// (make_rope_table): out[i] = q[i]*c_i - q[i+D/2]*s_i, out[i+D/2] = q[i+D/2]*c_i + q[i]*s_i in fp32
+// (each product rounded, then the add: --fmad=false), rounded to bf16. The CPU's arithmetic, so
+// the bits equal the CPU's. Pointwise, no reduction: identical in both modes; one thread per
+// rotated pair. A position outside [0, max_position) skips its token and is reported by the next
+// synchronize (the CPU checks them all first; positions live in device memory here).
+#include "absl/strings/str_cat.h"
+#include "kernels/cuda/cuda_common.h"
+#include "kernels/cuda/cuda_ops.h"
+
+namespace samebits {
+namespace {
+
+__global__ void rope_kernel(RopeArgs a, cuda::DeviceError* box) {
+  const int half = a.head_dim / 2;
+  const int heads = a.num_q_heads + a.num_kv_heads;
+  const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  const int64_t per_token = int64_t(heads) * half;
+  if (i >= a.T * per_token) return;
+  const int64_t t = i / per_token;
+  const int rest = int(i % per_token);
+  const int h = rest / half, j = rest % half;
+  const int32_t pos = a.positions[t];
+  if (pos < 0 || pos >= a.max_position) {
+    if (rest == 0) cuda::report_device_error(box, cuda::kErrRopePosition, t, pos, a.max_position);
+    return;
+  }
+  bf16* v = h < a.num_q_heads ? a.q + (t * a.num_q_heads + h) * a.head_dim
+                              : a.k + (t * a.num_kv_heads + (h - a.num_q_heads)) * a.head_dim;
+  const float* row = a.table + int64_t(pos) * a.head_dim;
+  const float c = row[j], s = row[half + j];
+  const float lo = to_float(v[j]), hi = to_float(v[j + half]);
+  const float lo_c = lo * c, hi_s = hi * s, hi_c = hi * c, lo_s = lo * s;
+  v[j] = to_bf16(lo_c - hi_s);
+  v[j + half] = to_bf16(hi_c + lo_s);
+}
+
+}  // namespace
+
+absl::Status cuda_rope(const ExecContext& ctx, const RopeArgs& a) {
+  if (a.q == nullptr) return absl::InvalidArgumentError("rope: q is null");
+  if (a.k == nullptr) return absl::InvalidArgumentError("rope: k is null");
+  if (a.positions == nullptr) return absl::InvalidArgumentError("rope: positions is null");
+  if (a.table == nullptr) return absl::InvalidArgumentError("rope: table is null");
+  if (a.T <= 0) return absl::InvalidArgumentError(absl::StrCat("rope: T must be positive, got ", a.T));
+  if (a.num_q_heads <= 0) {
+    return absl::InvalidArgumentError(absl::StrCat("rope: num_q_heads must be positive, got ", a.num_q_heads));
+  }
+  if (a.num_kv_heads <= 0) {
+    return absl::InvalidArgumentError(absl::StrCat("rope: num_kv_heads must be positive, got ", a.num_kv_heads));
+  }
+  if (a.head_dim <= 0 || a.head_dim % 2 != 0) {
+    return absl::InvalidArgumentError(absl::StrCat("rope: head_dim must be positive and even, got ", a.head_dim));
+  }
+  if (a.max_position <= 0) {
+    return absl::InvalidArgumentError(absl::StrCat("rope: max_position must be positive, got ", a.max_position));
+  }
+  const int64_t n = a.T * int64_t(a.num_q_heads + a.num_kv_heads) * (a.head_dim / 2);
+  rope_kernel<<<unsigned(cuda::ceil_div64(n, 256)), 256, 0, cuda::stream_of(ctx)>>>(a, cuda::device_error_mailbox());
+  return cuda::check_launch("rope_kernel");
+}
+
+}  // namespace samebits

@@ -1,0 +1,245 @@
+// Paged attention on the GPU. Against the CPU backend in the same mode and plan: NMSE <= 1e-4
+// (P is rounded to bf16 for the tensor cores, the CPU keeps fp32; outputs are bf16), guard memory.
+// Invariant mode bitwise (memcmp): one sequence's outputs must not depend on prompt chunking,
+// decode vs prefill, prefix-cache hits, block tables, block sizes, or the other sequences of the
+// batch and its row in it. Contexts of 560 keys cross the 256-key split boundary twice. Default
+// mode must be SEEN to differ (split count from the batch; cached/new keys merged separately).
+#include <gtest/gtest.h>
+
+#include "absl/strings/str_cat.h"
+#include "tests/gpu/gpu_attention_harness.h"
+#include "tests/support/test_support.h"
+
+namespace samebits::testing {
+namespace {
+
+constexpr int64_t kLen = 560;
+const AttnShapeG kShapes[] = {{4, 2, 64, 16}, {8, 1, 128, 16}, {32, 8, 128, 16}};
+
+StepOptionsG opts(Mode mode) {
+  StepOptionsG o;
+  o.mode = mode;
+  return o;
+}
+
+std::vector<bf16> baseline(const Backend& be, const AttnShapeG& shape, const SeqG& seq, Mode mode = Mode::kInvariant) {
+  absl::StatusOr<std::vector<bf16>> r = run_schedule_g(be, shape, seq, 0, {seq.len}, opts(mode), 0);
+  EXPECT_TRUE(r.ok()) << r.status();
+  return r.ok() ? *r : std::vector<bf16>{};
+}
+
+void expect_same_rows(const std::vector<bf16>& want, const absl::StatusOr<std::vector<bf16>>& got,
+                      const AttnShapeG& shape, int64_t first_position) {
+  ASSERT_TRUE(got.ok()) << got.status();
+  const int64_t at = first_diff(want, *got);
+  EXPECT_EQ(at, -1) << "first difference at position " << first_position + at / shape.q_row() << " element "
+                    << at % shape.q_row();
+}
+
+std::vector<bf16> rows_of(const std::vector<bf16>& all, const AttnShapeG& shape, int64_t from, int64_t to) {
+  return {all.begin() + from * shape.q_row(), all.begin() + to * shape.q_row()};
+}
+
+// A mixed step: a fresh prefill, a chunk over a cached prefix, long and short decodes.
+TEST(GpuAttention, MixedBatchMatchesCpuBackend) {
+  SAMEBITS_REQUIRE_GPU();
+  for (const AttnShapeG& shape : kShapes) {
+    for (Mode mode : {Mode::kInvariant, Mode::kDefault}) {
+      SCOPED_TRACE(absl::StrCat(shape.name(), " ", mode_str(mode)));
+      const SeqG a = make_seq_g(shape, 300, 1), b = make_seq_g(shape, 320, 2), c = make_seq_g(shape, 601, 3),
+                 d = make_seq_g(shape, 6, 4);
+      std::vector<std::vector<bf16>> results[2];
+      for (int which = 0; which < 2; ++which) {
+        const Backend& be = which == 0 ? *gpu : cpu_backend();
+        PagedCacheG cache(be, shape, 160, 77);
+        const int ia = *cache.add_sequence(300), ib = *cache.add_sequence(320), ic = *cache.add_sequence(601),
+                  id = *cache.add_sequence(6);
+        StepOptionsG prefix = opts(mode);
+        prefix.skip_attention = true;
+        ASSERT_TRUE(run_step_g(cache, {{ib, &b, 0, 270}, {ic, &c, 0, 600}, {id, &d, 0, 5}}, prefix).ok());
+        auto r = run_step_g(cache, {{ia, &a, 0, 300}, {ib, &b, 270, 50}, {ic, &c, 600, 1}, {id, &d, 5, 1}}, opts(mode));
+        ASSERT_TRUE(r.ok()) << r.status();
+        results[which] = *r;
+      }
+      for (size_t p = 0; p < results[0].size(); ++p) {
+        const double e = nmse(results[0][p], results[1][p]);
+        EXPECT_LE(e, 1e-4) << "part " << p << " nmse " << e;
+      }
+    }
+  }
+}
+
+TEST(GpuAttention, InvariantChunkingDecodeAndPrefixHitsEqualWholePrefill) {
+  SAMEBITS_REQUIRE_GPU();
+  for (const AttnShapeG& shape : kShapes) {
+    const SeqG seq = make_seq_g(shape, kLen, 7);
+    const std::vector<bf16> want = baseline(*gpu, shape, seq);
+    std::vector<int64_t> prefill_then_decode{300};
+    for (int64_t p = 300; p < kLen; ++p) prefill_then_decode.push_back(1);
+    const std::pair<std::string, std::vector<int64_t>> schedules[] = {
+        {"chunk 1 (decode every token)", chunks_g(kLen, 1)}, {"chunk 7", chunks_g(kLen, 7)},
+        {"chunk 64", chunks_g(kLen, 64)}, {"chunk 256", chunks_g(kLen, 256)},
+        {"prefill 300 then decode", prefill_then_decode}};
+    for (const auto& [name, steps] : schedules) {
+      SCOPED_TRACE(absl::StrCat(shape.name(), " ", name));
+      expect_same_rows(want, run_schedule_g(*gpu, shape, seq, 0, steps, opts(Mode::kInvariant), 0), shape, 0);
+    }
+    for (int64_t start : {16, 256, 272, 512}) {
+      SCOPED_TRACE(absl::StrCat(shape.name(), " prefix hit of ", start, " tokens"));
+      expect_same_rows(rows_of(want, shape, start, kLen),
+                       run_schedule_g(*gpu, shape, seq, start, chunks_g(kLen - start, 33), opts(Mode::kInvariant), 0),
+                       shape, start);
+    }
+  }
+}
+
+TEST(GpuAttention, InvariantBlockTablesAndBlockSizes) {
+  SAMEBITS_REQUIRE_GPU();
+  for (const AttnShapeG& base : kShapes) {
+    const SeqG seq = make_seq_g(base, kLen, 8);
+    const std::vector<bf16> want = baseline(*gpu, base, seq);
+    for (int block_size : {8, 16, 32, 64, 256}) {
+      for (uint64_t shuffle : {uint64_t(0), uint64_t(block_size + 1)}) {
+        AttnShapeG shape = base;
+        shape.block_size = block_size;
+        SCOPED_TRACE(absl::StrCat(shape.name(), " shuffle ", shuffle));
+        expect_same_rows(want, run_schedule_g(*gpu, shape, seq, 0, chunks_g(kLen, 100), opts(Mode::kInvariant), shuffle),
+                         shape, 0);
+      }
+    }
+  }
+}
+
+// The target sequence's step inside batches of other sequences (prefill chunks and decodes of
+// random lengths), at several rows of the batch.
+absl::StatusOr<std::vector<bf16>> target_in_batch(const Backend& be, const AttnShapeG& shape, const SeqG& target,
+                                                  int64_t cached, int64_t q_len, int others, int position,
+                                                  Mode mode, uint64_t seed) {
+  std::vector<SeqG> other_data;
+  std::vector<int64_t> other_cached, other_q;
+  for (int i = 0; i < others; ++i) {
+    const int64_t len = 2 + int64_t((seed * 7919 + uint64_t(i) * 104729) % 300);
+    other_data.push_back(make_seq_g(shape, len, seed * 100 + uint64_t(i)));
+    const bool decode = i % 3 != 0;
+    other_q.push_back(decode ? 1 : std::min<int64_t>(len, 1 + (len * 3) / 7));
+    other_cached.push_back(len - other_q.back());
+  }
+  int64_t blocks = (target.len + shape.block_size - 1) / shape.block_size + 4;
+  for (const SeqG& s : other_data) blocks += (s.len + shape.block_size - 1) / shape.block_size + 1;
+  PagedCacheG cache(be, shape, blocks, seed);
+  std::vector<int> ids;
+  for (const SeqG& s : other_data) ids.push_back(*cache.add_sequence(s.len));
+  const int tid = *cache.add_sequence(target.len);
+  StepOptionsG prefix = opts(mode);
+  prefix.skip_attention = true;
+  std::vector<StepPartG> pre, step;
+  for (int i = 0; i < others; ++i) pre.push_back({ids[size_t(i)], &other_data[size_t(i)], 0, other_cached[size_t(i)]});
+  pre.push_back({tid, &target, 0, cached});
+  if (absl::StatusOr<std::vector<std::vector<bf16>>> r = run_step_g(cache, pre, prefix); !r.ok()) return r.status();
+  for (int i = 0; i < others; ++i) {
+    step.push_back({ids[size_t(i)], &other_data[size_t(i)], other_cached[size_t(i)], other_q[size_t(i)]});
+  }
+  const int at = std::min(position, others);
+  step.insert(step.begin() + at, StepPartG{tid, &target, cached, q_len});
+  absl::StatusOr<std::vector<std::vector<bf16>>> r = run_step_g(cache, step, opts(mode));
+  if (!r.ok()) return r.status();
+  return (*r)[size_t(at)];
+}
+
+TEST(GpuAttention, InvariantBatchCompositionAndRow) {
+  SAMEBITS_REQUIRE_GPU();
+  for (const AttnShapeG& shape : kShapes) {
+    const SeqG seq = make_seq_g(shape, kLen, 9);
+    const std::vector<bf16> want = baseline(*gpu, shape, seq);
+    for (int64_t p : {0, 255, 256, 300, 559}) {
+      for (int others : {1, 40}) {
+        for (int position : {0, others / 2, others}) {
+          SCOPED_TRACE(absl::StrCat(shape.name(), " decode of position ", p, " among ", others, " others at row ",
+                                    position));
+          expect_same_rows(rows_of(want, shape, p, p + 1),
+                           target_in_batch(*gpu, shape, seq, p, 1, others, position, Mode::kInvariant, 10 + p + others),
+                           shape, p);
+        }
+      }
+    }
+    SCOPED_TRACE(absl::StrCat(shape.name(), " chunk [200, 330) among 13 others"));
+    expect_same_rows(rows_of(want, shape, 200, 330),
+                     target_in_batch(*gpu, shape, seq, 200, 130, 13, 5, Mode::kInvariant, 99), shape, 200);
+  }
+}
+
+TEST(GpuAttention, DefaultModeDiffersWithBatchAndChunking) {
+  SAMEBITS_REQUIRE_GPU();
+  for (const AttnShapeG& shape : kShapes) {
+    const SeqG seq = make_seq_g(shape, kLen, 11);
+    // Decode alone (many splits) vs inside 63 others (one split).
+    int batch_differs = 0;
+    for (int64_t p : {200, 300, 400, 559}) {
+      auto alone = target_in_batch(*gpu, shape, seq, p, 1, 0, 0, Mode::kDefault, 5);
+      auto crowded = target_in_batch(*gpu, shape, seq, p, 1, 63, 17, Mode::kDefault, 6);
+      ASSERT_TRUE(alone.ok() && crowded.ok());
+      batch_differs += same_bits(*alone, *crowded) ? 0 : 1;
+    }
+    // Whole prefill vs prefill in chunks (cached and new keys merged separately).
+    const std::vector<bf16> whole = baseline(*gpu, shape, seq, Mode::kDefault);
+    auto chunked = run_schedule_g(*gpu, shape, seq, 0, chunks_g(kLen, 100), opts(Mode::kDefault), 0);
+    ASSERT_TRUE(chunked.ok()) << chunked.status();
+    const bool chunk_differs = !same_bits(whole, *chunked);
+    std::printf("default attention %s: decode alone vs in 64 differs at %d of 4 positions; chunked prefill %s\n",
+                shape.name().c_str(), batch_differs, chunk_differs ? "differs" : "equal");
+    EXPECT_GT(batch_differs, 0) << shape.name();
+    EXPECT_TRUE(chunk_differs) << shape.name();
+  }
+}
+
+TEST(GpuAttention, RunToRunAndHostMirrorsDoNotMatter) {
+  SAMEBITS_REQUIRE_GPU();
+  const AttnShapeG shape = kShapes[2];
+  const SeqG seq = make_seq_g(shape, kLen, 12);
+  for (Mode mode : {Mode::kInvariant, Mode::kDefault}) {
+    auto a = target_in_batch(*gpu, shape, seq, 300, 64, 9, 3, mode, 21);
+    auto b = target_in_batch(*gpu, shape, seq, 300, 64, 9, 3, mode, 21);
+    ASSERT_TRUE(a.ok() && b.ok());
+    EXPECT_TRUE(same_bits(*a, *b)) << mode_str(mode);
+  }
+  StepOptionsG no_mirror = opts(Mode::kInvariant);
+  no_mirror.host_mirrors = false;
+  auto with = run_schedule_g(*gpu, shape, seq, 0, chunks_g(kLen, 200), opts(Mode::kInvariant), 3);
+  auto without = run_schedule_g(*gpu, shape, seq, 0, chunks_g(kLen, 200), no_mirror, 3);
+  ASSERT_TRUE(with.ok() && without.ok());
+  EXPECT_TRUE(same_bits(*with, *without));
+}
+
+TEST(GpuAttention, BadBlockTableEntryIsReported) {
+  SAMEBITS_REQUIRE_GPU();
+  const AttnShapeG shape = kShapes[0];
+  auto dq = device_copy(*gpu, random_bf16(size_t(shape.q_row()), 1));
+  auto dc = device_copy(*gpu, random_bf16(size_t(4 * shape.block_size * shape.kv_row()), 2));
+  auto dqs = device_copy(*gpu, std::vector<int32_t>{0, 1});
+  auto dctx = device_copy(*gpu, std::vector<int32_t>{20});
+  auto dtab = device_copy(*gpu, std::vector<int32_t>{1, 9});  // 9 >= num_blocks
+  DeviceBuffer<bf16> out(*gpu, size_t(shape.q_row()));
+  AttentionArgs a;
+  a.q = dq->data();
+  a.k_cache = a.v_cache = dc->data();
+  a.query_start = dqs->data();
+  a.context_lens = dctx->data();
+  a.block_tables = dtab->data();
+  a.num_seqs = 1;
+  a.max_blocks_per_seq = 2;
+  a.T = 1;
+  a.num_q_heads = shape.hq;
+  a.num_kv_heads = shape.hkv;
+  a.head_dim = shape.hd;
+  a.block_size = shape.block_size;
+  a.num_blocks = 4;
+  a.scale = 0.125f;
+  a.out = out.data();
+  ExecContext ctx;
+  SAMEBITS_ASSERT_OK(gpu->attention(ctx, a));
+  const absl::Status st = gpu->synchronize(ctx);
+  EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument) << st;
+}
+
+}  // namespace
+}  // namespace samebits::testing
