@@ -1,5 +1,6 @@
 #include "models/tiny_qwen/device_weights.h"
 
+#include <algorithm>
 #include <map>
 
 #include "absl/strings/str_cat.h"
@@ -7,24 +8,16 @@
 
 namespace samebits {
 
-absl::StatusOr<DeviceWeights> upload_weights(const Backend& backend, const ModelConfig& config,
-                                             const HostWeights& weights) {
+absl::StatusOr<DeviceWeights> build_device_weights(const Backend& backend, const ModelConfig& config,
+                                                   const TensorWriter& write) {
   DeviceWeights out;
   std::map<std::string, const bf16*> uploaded;
   for (const auto& [name, shape] : expected_tensor_shapes(config)) {
-    auto it = weights.tensors.find(name);
-    if (it == weights.tensors.end()) return absl::NotFoundError(absl::StrCat("weights: tensor ", name, " is missing"));
-    const HostTensor& t = it->second;
     int64_t numel = 1;
     for (int64_t d : shape) numel *= d;
-    if (t.shape != shape || int64_t(t.data.size()) != numel) {
-      return absl::InvalidArgumentError(absl::StrCat("weights: tensor ", name, " has shape [",
-                                                     absl::StrJoin(t.shape, ","), "] with ", t.data.size(),
-                                                     " values, expected [", absl::StrJoin(shape, ","), "]"));
-    }
-    absl::StatusOr<DeviceBuffer> buf = DeviceBuffer::allocate(backend, t.data.size() * sizeof(bf16));
+    absl::StatusOr<DeviceBuffer> buf = DeviceBuffer::allocate(backend, size_t(numel) * sizeof(bf16));
     if (!buf.ok()) return buf.status();
-    if (absl::Status s = backend.upload(buf->as<void>(), t.data.data(), buf->bytes()); !s.ok()) return s;
+    if (absl::Status s = write(name, shape, buf->as<bf16>(), numel); !s.ok()) return s;
     uploaded[name] = buf->as<bf16>();
     out.storage.push_back(*std::move(buf));
   }
@@ -55,6 +48,45 @@ absl::StatusOr<DeviceWeights> upload_weights(const Backend& backend, const Model
     out.layers.push_back(l);
   }
   return out;
+}
+
+absl::StatusOr<DeviceWeights> upload_weights(const Backend& backend, const ModelConfig& config,
+                                             const HostWeights& weights) {
+  return build_device_weights(backend, config, [&](const std::string& name, const std::vector<int64_t>& shape,
+                                                   bf16* dst, int64_t numel) -> absl::Status {
+    auto it = weights.tensors.find(name);
+    if (it == weights.tensors.end()) return absl::NotFoundError(absl::StrCat("weights: tensor ", name, " is missing"));
+    const HostTensor& t = it->second;
+    if (t.shape != shape || int64_t(t.data.size()) != numel) {
+      return absl::InvalidArgumentError(absl::StrCat("weights: tensor ", name, " has shape [",
+                                                     absl::StrJoin(t.shape, ","), "] with ", t.data.size(),
+                                                     " values, expected [", absl::StrJoin(shape, ","), "]"));
+    }
+    return backend.upload(dst, t.data.data(), t.data.size() * sizeof(bf16));
+  });
+}
+
+absl::StatusOr<DeviceWeights> upload_synthetic_weights(const Backend& backend, const ModelConfig& config,
+                                                       uint64_t seed, uint64_t* digest) {
+  constexpr int64_t kChunk = int64_t(1) << 22;  // values per host chunk (8 MiB)
+  std::vector<bf16> chunk;
+  WeightsDigest d;
+  auto result = build_device_weights(backend, config, [&](const std::string& name, const std::vector<int64_t>& shape,
+                                                          bf16* dst, int64_t numel) -> absl::Status {
+    d.begin_tensor(name, shape);
+    const uint64_t key = synthetic_tensor_key(seed, name);
+    const SyntheticFill fill = synthetic_fill(config, name);
+    for (int64_t begin = 0; begin < numel; begin += kChunk) {
+      const int64_t n = std::min(kChunk, numel - begin);
+      chunk.resize(size_t(n));
+      synthetic_fill_range(key, fill, begin, n, chunk.data());
+      d.add_values(chunk.data(), size_t(n));
+      if (absl::Status s = backend.upload(dst + begin, chunk.data(), size_t(n) * sizeof(bf16)); !s.ok()) return s;
+    }
+    return absl::OkStatus();
+  });
+  *digest = d.finish();
+  return result;
 }
 
 }  // namespace samebits

@@ -1,6 +1,8 @@
 // The model's weights in backend memory, one upload per tensor, checked against the shapes the
 // configuration requires.
 #pragma once
+#include <functional>
+#include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -28,9 +30,22 @@ struct DeviceWeights {
   std::vector<DeviceBuffer> storage;
 };
 
+// Allocates every tensor of expected_tensor_shapes(config) in backend memory and has `write`
+// fill it (numel bf16 values at dst, backend memory), in name order.
+using TensorWriter = std::function<absl::Status(const std::string& name, const std::vector<int64_t>& shape,
+                                                bf16* dst, int64_t numel)>;
+absl::StatusOr<DeviceWeights> build_device_weights(const Backend& backend, const ModelConfig& config,
+                                                   const TensorWriter& write);
+
 // Every tensor of expected_tensor_shapes(config) must be present with that shape; tensors the
 // configuration does not use are ignored. Errors name the tensor.
 absl::StatusOr<DeviceWeights> upload_weights(const Backend& backend, const ModelConfig& config,
                                              const HostWeights& weights);
+
+// synthetic_weights(config, seed) generated one chunk at a time on the host and uploaded, so host
+// memory holds one chunk, never the whole model; *digest receives synthetic_weights(config,
+// seed).digest().
+absl::StatusOr<DeviceWeights> upload_synthetic_weights(const Backend& backend, const ModelConfig& config,
+                                                       uint64_t seed, uint64_t* digest);
 
 }  // namespace samebits

@@ -178,8 +178,9 @@ absl::Status Model::Impl::run_layers(const ExecContext& ctx, const ForwardBatch&
 Model::Model() : impl_(std::make_unique<Impl>()) {}
 Model::~Model() = default;
 
-absl::StatusOr<std::unique_ptr<Model>> Model::create(const Backend& backend, const ModelConfig& config,
-                                                     const HostWeights& weights, KvCacheShape kv) {
+namespace {
+
+absl::Status check_model_args(const ModelConfig& config, KvCacheShape kv) {
   SAMEBITS_RETURN_IF_ERROR(validate_config(config));
   if (kv.num_blocks <= 0) {
     return absl::InvalidArgumentError(absl::StrCat("model: kv.num_blocks: ", kv.num_blocks, " is not a positive integer"));
@@ -187,15 +188,37 @@ absl::StatusOr<std::unique_ptr<Model>> Model::create(const Backend& backend, con
   if (kv.block_size <= 0) {
     return absl::InvalidArgumentError(absl::StrCat("model: kv.block_size: ", kv.block_size, " is not a positive integer"));
   }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Model>> Model::create(const Backend& backend, const ModelConfig& config,
+                                                     const HostWeights& weights, KvCacheShape kv) {
+  SAMEBITS_RETURN_IF_ERROR(check_model_args(config, kv));
+  absl::StatusOr<DeviceWeights> w = upload_weights(backend, config, weights);
+  if (!w.ok()) return w.status();
+  return assemble(backend, config, kv, *std::move(w), weights.digest());
+}
+
+absl::StatusOr<std::unique_ptr<Model>> Model::create_synthetic(const Backend& backend, const ModelConfig& config,
+                                                               uint64_t seed, KvCacheShape kv) {
+  SAMEBITS_RETURN_IF_ERROR(check_model_args(config, kv));
+  uint64_t digest = 0;
+  absl::StatusOr<DeviceWeights> w = upload_synthetic_weights(backend, config, seed, &digest);
+  if (!w.ok()) return w.status();
+  return assemble(backend, config, kv, *std::move(w), digest);
+}
+
+absl::StatusOr<std::unique_ptr<Model>> Model::assemble(const Backend& backend, const ModelConfig& config,
+                                                       KvCacheShape kv, DeviceWeights&& weights, uint64_t digest) {
   std::unique_ptr<Model> model(new Model());
   Impl& m = *model->impl_;
   m.backend = &backend;
   m.config = config;
   m.kv = kv;
-  absl::StatusOr<DeviceWeights> w = upload_weights(backend, config, weights);
-  if (!w.ok()) return w.status();
-  m.weights = *std::move(w);
-  m.digest = weights.digest();
+  m.weights = std::move(weights);
+  m.digest = digest;
 
   const std::vector<float> table = make_rope_table(config.rope_theta, config.head_dim, config.max_position_embeddings);
   absl::StatusOr<DeviceBuffer> rope = DeviceBuffer::allocate(backend, table.size() * sizeof(float));

@@ -14,6 +14,8 @@
 
 namespace samebits {
 
+struct DeviceWeights;
+
 struct KvCacheShape {
   int num_blocks = 0;
   int block_size = 0;
@@ -36,6 +38,10 @@ class Model {
  public:
   static absl::StatusOr<std::unique_ptr<Model>> create(const Backend& backend, const ModelConfig& config,
                                                        const HostWeights& weights, KvCacheShape kv);
+  // synthetic_weights(config, seed) without holding them in host memory: generated one chunk at a
+  // time and uploaded. Same bits and weights_digest() as create(.., synthetic_weights(config, seed), ..).
+  static absl::StatusOr<std::unique_ptr<Model>> create_synthetic(const Backend& backend, const ModelConfig& config,
+                                                                 uint64_t seed, KvCacheShape kv);
   ~Model();
 
   // logits: resized to logit_rows.size() * vocab_size, fp32, row-major.
@@ -51,6 +57,8 @@ class Model {
 
  private:
   Model();
+  static absl::StatusOr<std::unique_ptr<Model>> assemble(const Backend& backend, const ModelConfig& config,
+                                                         KvCacheShape kv, DeviceWeights&& weights, uint64_t digest);
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

@@ -71,21 +71,32 @@ void synthetic_fill_range(uint64_t key, SyntheticFill fill, int64_t begin, int64
   }
 }
 
+WeightsDigest::WeightsDigest() : state_(XXH3_createState()) { XXH3_64bits_reset(static_cast<XXH3_state_t*>(state_)); }
+WeightsDigest::~WeightsDigest() { XXH3_freeState(static_cast<XXH3_state_t*>(state_)); }
+
+void WeightsDigest::begin_tensor(const std::string& name, const std::vector<int64_t>& shape) {
+  auto* state = static_cast<XXH3_state_t*>(state_);
+  const uint64_t name_len = name.size();
+  XXH3_64bits_update(state, &name_len, sizeof name_len);
+  XXH3_64bits_update(state, name.data(), name.size());
+  const uint64_t rank = shape.size();
+  XXH3_64bits_update(state, &rank, sizeof rank);
+  XXH3_64bits_update(state, shape.data(), shape.size() * sizeof(int64_t));
+}
+
+void WeightsDigest::add_values(const bf16* values, size_t n) {
+  XXH3_64bits_update(static_cast<XXH3_state_t*>(state_), values, n * sizeof(bf16));
+}
+
+uint64_t WeightsDigest::finish() const { return XXH3_64bits_digest(static_cast<const XXH3_state_t*>(state_)); }
+
 uint64_t HostWeights::digest() const {
-  XXH3_state_t* state = XXH3_createState();
-  XXH3_64bits_reset(state);
+  WeightsDigest d;
   for (const auto& [name, tensor] : tensors) {  // std::map: name order
-    uint64_t name_len = name.size();
-    XXH3_64bits_update(state, &name_len, sizeof name_len);
-    XXH3_64bits_update(state, name.data(), name.size());
-    uint64_t rank = tensor.shape.size();
-    XXH3_64bits_update(state, &rank, sizeof rank);
-    XXH3_64bits_update(state, tensor.shape.data(), tensor.shape.size() * sizeof(int64_t));
-    XXH3_64bits_update(state, tensor.data.data(), tensor.data.size() * sizeof(bf16));
+    d.begin_tensor(name, tensor.shape);
+    d.add_values(tensor.data.data(), tensor.data.size());
   }
-  uint64_t h = XXH3_64bits_digest(state);
-  XXH3_freeState(state);
-  return h;
+  return d.finish();
 }
 
 std::map<std::string, std::vector<int64_t>> expected_tensor_shapes(const ModelConfig& c) {

@@ -27,6 +27,22 @@ struct HostWeights {
   uint64_t digest() const;
 };
 
+// The digest of HostWeights::digest() computed piecewise, for weights that are never all in host
+// memory at once: begin_tensor() for each tensor in name order, then its values in index order.
+class WeightsDigest {
+ public:
+  WeightsDigest();
+  ~WeightsDigest();
+  WeightsDigest(const WeightsDigest&) = delete;
+  WeightsDigest& operator=(const WeightsDigest&) = delete;
+  void begin_tensor(const std::string& name, const std::vector<int64_t>& shape);
+  void add_values(const bf16* values, size_t n);
+  uint64_t finish() const;
+
+ private:
+  void* state_;  // XXH3_state_t
+};
+
 // The tensor names and shapes a configuration requires.
 std::map<std::string, std::vector<int64_t>> expected_tensor_shapes(const ModelConfig& config);
 

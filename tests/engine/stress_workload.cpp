@@ -54,7 +54,9 @@ void expect_stress_outcome(const StressWorkload& w, const RunOutcome& o, int num
     ASSERT_NE(r.reason, FinishReason::kRejected) << "request " << a.spec.id << ": " << r.reject_reason;
     ASSERT_NE(r.reason, FinishReason::kRunning);
     EXPECT_LE(int(r.tokens.size()), a.spec.max_new_tokens);
-    if (r.reason == FinishReason::kMaxTokens) EXPECT_EQ(int(r.tokens.size()), a.spec.max_new_tokens);
+    if (r.reason == FinishReason::kMaxTokens) {
+      EXPECT_EQ(int(r.tokens.size()), a.spec.max_new_tokens);
+    }
     ++finished;
   }
   EXPECT_EQ(o.free_blocks_at_end, num_blocks);

@@ -64,8 +64,12 @@ TEST(EngineInvariance, InvariantModeIsBitwiseIdenticalAcrossTheSweep) {
     const RequestResult& greedy = o.results[kGreedyTarget];
     std::printf("[invariant] %-60s steps=%zu preempted=%d hit=%d\n", c.name.c_str(), o.records.size(),
                 greedy.preemptions, greedy.prefix_hit_tokens);
-    if (c.expect_greedy_hit >= 0) EXPECT_EQ(greedy.prefix_hit_tokens, c.expect_greedy_hit);
-    if (c.expect_greedy_preempted) EXPECT_GT(greedy.preemptions, 0);
+    if (c.expect_greedy_hit >= 0) {
+      EXPECT_EQ(greedy.prefix_hit_tokens, c.expect_greedy_hit);
+    }
+    if (c.expect_greedy_preempted) {
+      EXPECT_GT(greedy.preemptions, 0);
+    }
   }
 }
 

@@ -236,6 +236,23 @@ TEST(Forward, MalformedBatchesAreClearErrors) {
   }
 }
 
+TEST(Forward, SyntheticModelWithoutHostWeightsIsTheSameModel) {
+  for (const std::string name : {"tiny", "tiny-qwen2"}) {
+    SCOPED_TRACE(name);
+    Fixture f(name, 21);
+    auto streamed = Model::create_synthetic(cpu_backend(), f.config, 21, {kNumBlocks, kBlockSize});
+    ASSERT_TRUE(streamed.ok()) << streamed.status();
+    EXPECT_EQ((*streamed)->weights_digest(), f.weights.digest());
+    const std::vector<int32_t> a = some_tokens(20, 8, f.config.vocab_size);
+    const ForwardBatch batch = make_batch({{&a, 0, 20, 0, true}});
+    std::vector<float> logits;
+    ASSERT_TRUE((*streamed)->forward(ExecContext{}, batch, &logits).ok());
+    const std::vector<float> expected = f.run(Mode::kInvariant, batch);
+    ASSERT_EQ(logits.size(), expected.size());
+    EXPECT_EQ(std::memcmp(logits.data(), expected.data(), logits.size() * sizeof(float)), 0);
+  }
+}
+
 TEST(Forward, CreateRejectsBadWeightsAndCacheShapes) {
   const ModelConfig config = *builtin_config("tiny");
   HostWeights w = synthetic_weights(config, 1);
