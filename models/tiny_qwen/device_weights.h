@@ -42,9 +42,9 @@ absl::StatusOr<DeviceWeights> build_device_weights(const Backend& backend, const
 absl::StatusOr<DeviceWeights> upload_weights(const Backend& backend, const ModelConfig& config,
                                              const HostWeights& weights);
 
-// synthetic_weights(config, seed) generated one chunk at a time on the host and uploaded, so host
-// memory holds one chunk, never the whole model; *digest receives synthetic_weights(config,
-// seed).digest().
+// synthetic_weights(config, seed) in backend memory: filled there by Backend::fill_synthetic when
+// the backend has it, else generated one chunk at a time on the host and uploaded. Host memory
+// holds one chunk, never the whole model; *digest receives synthetic_weights(config, seed).digest().
 absl::StatusOr<DeviceWeights> upload_synthetic_weights(const Backend& backend, const ModelConfig& config,
                                                        uint64_t seed, uint64_t* digest);
 

@@ -158,6 +158,7 @@ absl::Status Model::Impl::run_layers(const ExecContext& ctx, const ForwardBatch&
     AttentionArgs at;
     at.q = q, at.k_new = k, at.v_new = v, at.k_cache = k_cache(l), at.v_cache = v_cache(l);
     at.query_start = d_query_start, at.context_lens = d_context_lens, at.block_tables = d_block_tables;
+    at.host_query_start = batch.query_start.data(), at.host_context_lens = batch.context_lens.data();
     at.num_seqs = num_seqs, at.max_blocks_per_seq = batch.max_blocks_per_seq, at.T = T;
     at.num_q_heads = c.num_heads, at.num_kv_heads = c.num_kv_heads, at.head_dim = c.head_dim;
     at.block_size = kv.block_size, at.num_blocks = kv.num_blocks, at.scale = scale, at.plan = plan, at.out = attn;
