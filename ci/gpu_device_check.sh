@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs prebuilt CUDA test and bench binaries on a GPU machine and writes logs and JSON into OUT:
 #   ci/gpu_device_check.sh BIN_DIR OUT [tests|sanitizer|bench-matmul|bench-matmul-sweep|bench-attention|all]...
-# BIN_DIR holds gpu_tests, bench_cuda_matmul, bench_cuda_attention and lib/ (bundled shared
+# BIN_DIR holds gpu_tests, bench_cuda_matmul, bench_cuda_attention, samebits and lib/ (bundled shared
 # libraries, ../shared/tools/bundle-libs). Each step has its own time limit; a failing step does
 # not stop the others. Everything is packed into OUT/results.tgz (one file: the device tool returns
 # few files); the last lines printed are a short table of the steps' results.
@@ -48,6 +48,24 @@ if want bench-matmul-sweep; then
 fi
 if want bench-attention; then
   run_step bench_attention 100 "$bin/bench_cuda_attention" --benchmark_out="$out/bench_attention.json" --benchmark_out_format=json
+fi
+if want engine; then
+  # The engine on the GPU (run from the repository root: the builtin checkpoint is found there):
+  # CUDA goldens written to OUT/golden/<scenario>/<backend id>.json and checked again (run to run),
+  # then synthetic Qwen3-0.6B and Qwen3-8B shapes (weights filled on the device).
+  sb="$bin/samebits"
+  "$sb" info > "$out/engine_info.log" 2>&1
+  for sc in feynman_ci feynman; do
+    run_step "golden_update_$sc" 240 "$sb" golden update "scenarios/$sc.yaml" --backend cuda --no-progress \
+      --golden-dir "$dest/golden"
+    run_step "golden_check_$sc" 240 "$sb" golden check "scenarios/$sc.yaml" --backend cuda --no-progress \
+      --golden-dir "$dest/golden" --json "$out/golden_check_$sc.json"
+  done
+  for m in qwen3-0.6b qwen3-8b; do
+    run_step "synthetic_$m" 200 "$sb" run scenarios/smoke.yaml --backend cuda --model "synthetic:$m" --samples 4 \
+      --no-progress --json "$out/synthetic_$m.json"
+  done
+  for f in "$out"/golden_*.log "$out"/synthetic_*.log; do echo "--- $(basename "$f")"; grep -E "^(default|invariant) |golden|main completion|error" "$f" | head -8; done
 fi
 echo "=== gpu: $(cat "$out/gpu.txt")"
 for f in "$out"/bench_matmul.log "$out"/bench_attention.log; do

@@ -146,7 +146,7 @@ constexpr Config make_config(const char* name) {
 // stage), then the bulk-copy streaming one (M <= 16), the wgmma ones (Hopper), and the unaligned
 // fallback (K % 8 != 0 or pointers not 16-byte aligned: same arithmetic with element loads).
 enum ConfigIndex { kMma16x32, kMma16x64, kMma32x64, kMma64x128, kMma128x128, kMma128x256, kStream16x32,
-                   kWgmma64x256, kWgmma128x256, kUnaligned16x32, kConfigCount };
+                   kWgmma64x256, kWgmma128x256, kWgmma128x256Overlap, kUnaligned16x32, kConfigCount };
 const Config kConfigs[kConfigCount] = {
     make_config<16, 32, 16, 16, 4, true, 256>("mma 16x32x256/4st/2w"),
     make_config<16, 64, 16, 16, 5, true, 128>("mma 16x64x128/5st/4w"),
@@ -157,6 +157,7 @@ const Config kConfigs[kConfigCount] = {
     Config{"bulk-copy mma 16x32x512/4st/2w", 16, 32, 64, 0, nullptr, Config::kStream},
     Config{"wgmma 64x256x64/4st/1wg", 64, 256, 128, 0, nullptr, Config::kWgmma},
     Config{"wgmma 128x256x64/4st/2wg", 128, 256, 256, 0, nullptr, Config::kWgmma},
+    Config{"wgmma 128x256x64/4st/2wg/overlap", -128, 256, 256, 0, nullptr, Config::kWgmma},
     make_config<16, 32, 16, 16, 4, false, 64>("mma 16x32x64/4st/2w/unaligned"),
 };
 constexpr int kUnalignedConfig = kUnaligned16x32;
@@ -219,17 +220,11 @@ std::string cuda_linear_invariant_config_name(int config) {
 // the SMs without splitting K), wgmma tiles once they make a wave. Only speed depends on it: every
 // configuration gives the same bits (tests/gpu/test_gpu_linear.cpp runs each one).
 int cuda_linear_invariant_auto_config(int64_t M, int64_t N, int64_t /*K*/) {
-  const int64_t tiles64 = cuda::ceil_div64(M, 64) * cuda::ceil_div64(N, 256);
   const int64_t tiles128 = cuda::ceil_div64(M, 128) * cuda::ceil_div64(N, 256);
-  if (hopper()) {
-    if (M >= 128 && tiles128 >= 64) return kWgmma128x256;
-    if (tiles64 >= 96) return kWgmma64x256;
-  } else if (M >= 512) {
-    return kMma128x256;
-  }
-  if (M <= 16) return kStream16x32;
-  if (M <= 32) return kMma16x32;
-  if (M <= 128) return kMma32x64;
+  if (M >= 512 || (M >= 128 && tiles128 >= 96)) return hopper() ? kWgmma128x256Overlap : kMma128x256;
+  if (M <= 16) return N <= 4096 ? kStream16x32 : N >= 16384 ? kMma16x64 : kMma16x32;
+  if (M <= 32) return N >= 16384 ? kMma64x128 : N >= 6144 ? kMma32x64 : kMma16x32;
+  if (M <= 64) return N >= 16384 ? kMma64x128 : kMma32x64;
   return kMma64x128;
 }
 
@@ -247,7 +242,7 @@ absl::Status cuda_linear_invariant(const ExecContext& ctx, const LinearArgs& a, 
   }
   const Config& c = kConfigs[config];
   LinearParams p{a.x, a.w, a.bias, a.y, a.y_f32, int(a.M), int(a.N), int(a.K)};
-  const int64_t tiles = cuda::ceil_div64(a.M, c.bm) * cuda::ceil_div64(a.N, c.bn);
+  const int64_t tiles = cuda::ceil_div64(a.M, std::abs(c.bm)) * cuda::ceil_div64(a.N, c.bn);
   if (tiles > INT32_MAX) return absl::InvalidArgumentError("linear: too many tiles");
   if (c.kind == Config::kWgmma) return cuda::launch_wgmma_linear(p, c.bm, cuda::stream_of(ctx));
   if (c.kind == Config::kStream) return cuda::launch_stream_linear(p, cuda::stream_of(ctx));

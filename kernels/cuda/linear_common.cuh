@@ -74,7 +74,7 @@ __device__ __forceinline__ void store_output(const LinearParams& p, int row, int
 }
 
 // The wgmma kernels (sm90a/linear_wgmma.cu, built for sm_90a only): bm = 64 (one warpgroup) or
-// 128 (two), 256 columns per tile. Unimplemented on a device that is not compute capability 9.0.
+// 128 (two), 256 columns per tile; bm = -128: two warpgroups with wgmma overlapping the barrier. Unimplemented on a device that is not compute capability 9.0.
 absl::Status launch_wgmma_linear(const LinearParams& p, int bm, cudaStream_t stream);
 // The bulk-copy streaming kernel for M <= 16 (linear_stream.cu).
 absl::Status launch_stream_linear(const LinearParams& p, cudaStream_t stream);

@@ -2,11 +2,11 @@
 // -gencode=arch=compute_90a,code=sm_90a for this file). Same contract as linear.cu: every output
 // element is ONE chain of k16 steps in increasing k from +0 (wgmma m64n256k16 here; K zero-padded
 // to a multiple of 64), then + bias and one rounding. Tiles of 64 or 128 rows (one or two consumer
-// warpgroups) x 256 columns; operands stream through a 4-stage cp.async pipeline into the 128-byte
+// warpgroups) x 256 columns; operands stream through a 4- or 5-stage cp.async pipeline into the 128-byte
 // swizzled layout that the wgmma descriptors name (the layout of tensor_core.cuh's swizzled(), with
 // 1024-byte aligned stages); fence.proxy.async makes those generic-proxy writes visible to the
 // tensor cores. A stage is refilled only after the wgmma groups that read it have retired
-// (wgmma.wait_group 1 each iteration, prefetch distance 2).
+// (wgmma.wait_group 0 each iteration; prefetch distance stages - 1).
 #include <cuda_runtime.h>
 
 #include "absl/strings/str_cat.h"
@@ -16,7 +16,10 @@
 namespace samebits::cuda {
 namespace {
 
-constexpr int kBK = 64, kBN = 256, kStages = 4;
+constexpr int kBK = 64, kBN = 256;
+// Stages: 4 x 48 KiB for two warpgroups, 5 x 40 KiB for one (the shared memory a block can have).
+template <int WG>
+constexpr int kStages = WG == 2 ? 4 : 5;
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
 // wgmma.mma_async m64n256k16, bf16 inputs from shared memory (K-major, 128-byte swizzle), fp32
@@ -63,10 +66,12 @@ __device__ __forceinline__ void wgmma_wait() {
 __device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
 #endif
 
-template <int WG>
+// OVERLAP: keep one wgmma group in flight across the barrier (wait_group 1, prefetch distance
+// stages - 2) instead of retiring each iteration's group (wait_group 0, distance stages - 1).
+template <int WG, bool OVERLAP>
 __global__ void __launch_bounds__(WG * 128, 1) wgmma_linear_kernel(LinearParams p) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  constexpr int BM = 64 * WG, kThreads = WG * 128;
+  constexpr int BM = 64 * WG, kThreads = WG * 128, S = kStages<WG>, D = OVERLAP ? S - 2 : S - 1;
   constexpr int kA = BM * kBK * 2, kStage = kA + kBN * kBK * 2;
   extern __shared__ unsigned char smem_raw[];
   const uint32_t base = (smem_addr(smem_raw) + 1023u) & ~1023u;
@@ -80,30 +85,32 @@ __global__ void __launch_bounds__(WG * 128, 1) wgmma_linear_kernel(LinearParams 
 
   const int KT = (p.K + kBK - 1) / kBK;
   auto load_stage = [&](int kt) {
-    const uint32_t stage = base + (kt % kStages) * kStage;
+    const uint32_t stage = base + (kt % S) * kStage;
     load_tile<BM, kThreads, true, kBK>(stage, p.x, m0, p.M, p.K, kt * kBK, tid);
     load_tile<kBN, kThreads, true, kBK>(stage + kA, p.w, n0, p.N, p.K, kt * kBK, tid);
   };
 #pragma unroll
-  for (int s = 0; s < kStages - 2; ++s) {
+  for (int s = 0; s < D; ++s) {
     if (s < KT) load_stage(s);
     cp_async_commit();
   }
   for (int kt = 0; kt < KT; ++kt) {
-    cp_async_wait<kStages - 3>();
+    cp_async_wait<D - 1>();
     fence_proxy_async();
     __syncthreads();
-    if (kt + kStages - 2 < KT) load_stage(kt + kStages - 2);
+    // Refills the slot read in iteration kt - 1 (kt - 2 with OVERLAP): its wgmma group retired at
+    // the end of the previous iteration (wait_group 0, or 1 leaving only the newest in flight).
+    if (kt + D < KT) load_stage(kt + D);
     cp_async_commit();
-    const uint32_t a_tile = base + (kt % kStages) * kStage + wg * 64 * kBK * 2;
-    const uint32_t b_tile = base + (kt % kStages) * kStage + kA;
+    const uint32_t a_tile = base + (kt % S) * kStage + wg * 64 * kBK * 2;
+    const uint32_t b_tile = base + (kt % S) * kStage + kA;
     wgmma_fence();
 #pragma unroll
     for (int kk = 0; kk < kBK / 16; ++kk) {
       wgmma_m64n256k16(d, smem_desc(a_tile + kk * 32), smem_desc(b_tile + kk * 32));
     }
     wgmma_commit();
-    wgmma_wait<1>();
+    wgmma_wait<OVERLAP ? 1 : 0>();
   }
   wgmma_wait<0>();
 #pragma unroll
@@ -122,17 +129,17 @@ __global__ void __launch_bounds__(WG * 128, 1) wgmma_linear_kernel(LinearParams 
 #endif
 }
 
-template <int WG>
+template <int WG, bool OVERLAP>
 absl::Status launch(const LinearParams& p, cudaStream_t stream) {
   constexpr int BM = 64 * WG;
-  constexpr int kSmem = kStages * (BM + kBN) * kBK * 2 + 1024;
+  constexpr int kSmem = kStages<WG> * (BM + kBN) * kBK * 2 + 1024;
   static bool attribute_set = false;
   if (!attribute_set) {
-    SAMEBITS_CUDA_TRY(cudaFuncSetAttribute(wgmma_linear_kernel<WG>, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
+    SAMEBITS_CUDA_TRY(cudaFuncSetAttribute(wgmma_linear_kernel<WG, OVERLAP>, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
     attribute_set = true;
   }
   const int64_t tiles = ceil_div64(p.M, BM) * ceil_div64(p.N, kBN);
-  wgmma_linear_kernel<WG><<<unsigned(tiles), WG * 128, kSmem, stream>>>(p);
+  wgmma_linear_kernel<WG, OVERLAP><<<unsigned(tiles), WG * 128, kSmem, stream>>>(p);
   return check_launch("wgmma_linear_kernel");
 }
 
@@ -147,8 +154,9 @@ absl::Status launch_wgmma_linear(const LinearParams& p, int bm, cudaStream_t str
     return major == 9 && minor == 0;
   }();
   if (!hopper) return absl::UnimplementedError("linear: the wgmma kernels need compute capability 9.0");
-  if (bm == 64) return launch<1>(p, stream);
-  return launch<2>(p, stream);
+  if (bm == 64) return launch<1, false>(p, stream);
+  if (bm == -128) return launch<2, true>(p, stream);
+  return launch<2, false>(p, stream);
 }
 
 }  // namespace samebits::cuda
