@@ -78,7 +78,9 @@ void expect_exact_cover(const AttentionPlan& plan, int64_t visible) {
     // Split-count plans may end with empty splits (chunk = ceil(visible / count)); they must then
     // sit at the end, so coverage stays exact and ordered.
     ASSERT_GE(r.end, r.begin) << plan.describe() << " visible " << visible << " split " << i;
-    if (r.end == r.begin) ASSERT_EQ(r.begin, visible) << plan.describe() << " split " << i;
+    if (r.end == r.begin) {
+      ASSERT_EQ(r.begin, visible) << plan.describe() << " split " << i;
+    }
     next = r.end;
   }
   ASSERT_EQ(next, visible) << plan.describe() << " visible " << visible;
