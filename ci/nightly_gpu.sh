@@ -17,6 +17,8 @@ SAMEBITS=./build/cuda/harness/samebits
 if "$SAMEBITS" info | grep -q 'cuda: unavailable'; then
   echo "no CUDA device: skipping the CUDA Feynman run"; exit $status
 fi
+step feynman_ci "$SAMEBITS" golden check scenarios/feynman_ci.yaml --backend cuda --no-progress \
+  --json "$OUT/feynman_ci.json" --markdown "$OUT/feynman_ci.md" --junit "$OUT/feynman_ci.junit.xml"
 step feynman "$SAMEBITS" golden check scenarios/feynman.yaml --backend cuda --no-progress \
   --json "$OUT/feynman.json" --markdown "$OUT/feynman.md" --junit "$OUT/feynman.junit.xml" ||
   step feynman_run "$SAMEBITS" run scenarios/feynman.yaml --backend cuda --no-progress \
