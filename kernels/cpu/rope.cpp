@@ -5,28 +5,13 @@
 #include "absl/strings/str_cat.h"
 #include "kernels/cpu/cpu_ops.h"
 #include "kernels/cpu/threading.h"
+#include "kernels/op_checks.h"
 
 namespace samebits {
 namespace {
 
 absl::Status validate(const RopeArgs& a) {
-  if (a.q == nullptr) return absl::InvalidArgumentError("rope: q is null");
-  if (a.k == nullptr) return absl::InvalidArgumentError("rope: k is null");
-  if (a.positions == nullptr) return absl::InvalidArgumentError("rope: positions is null");
-  if (a.table == nullptr) return absl::InvalidArgumentError("rope: table is null");
-  if (a.T <= 0) return absl::InvalidArgumentError(absl::StrCat("rope: T must be positive, got ", a.T));
-  if (a.num_q_heads <= 0) {
-    return absl::InvalidArgumentError(absl::StrCat("rope: num_q_heads must be positive, got ", a.num_q_heads));
-  }
-  if (a.num_kv_heads <= 0) {
-    return absl::InvalidArgumentError(absl::StrCat("rope: num_kv_heads must be positive, got ", a.num_kv_heads));
-  }
-  if (a.head_dim <= 0 || a.head_dim % 2 != 0) {
-    return absl::InvalidArgumentError(absl::StrCat("rope: head_dim must be positive and even, got ", a.head_dim));
-  }
-  if (a.max_position <= 0) {
-    return absl::InvalidArgumentError(absl::StrCat("rope: max_position must be positive, got ", a.max_position));
-  }
+  if (absl::Status shape = check_rope_shape(a); !shape.ok()) return shape;
   // Every position is checked before anything is written, so a bad call leaves q and k untouched.
   for (int64_t t = 0; t < a.T; ++t) {
     if (a.positions[t] < 0 || a.positions[t] >= a.max_position) {

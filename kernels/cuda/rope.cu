@@ -4,9 +4,9 @@
 // the bits equal the CPU's. Pointwise, no reduction: identical in both modes; one thread per
 // rotated pair. A position outside [0, max_position) skips its token and is reported by the next
 // synchronize (the CPU checks them all first; positions live in device memory here).
-#include "absl/strings/str_cat.h"
 #include "kernels/cuda/cuda_common.h"
 #include "kernels/cuda/cuda_ops.h"
+#include "kernels/op_checks.h"
 
 namespace samebits {
 namespace {
@@ -38,23 +38,7 @@ __global__ void rope_kernel(RopeArgs a, cuda::DeviceError* box) {
 }  // namespace
 
 absl::Status cuda_rope(const ExecContext& ctx, const RopeArgs& a) {
-  if (a.q == nullptr) return absl::InvalidArgumentError("rope: q is null");
-  if (a.k == nullptr) return absl::InvalidArgumentError("rope: k is null");
-  if (a.positions == nullptr) return absl::InvalidArgumentError("rope: positions is null");
-  if (a.table == nullptr) return absl::InvalidArgumentError("rope: table is null");
-  if (a.T <= 0) return absl::InvalidArgumentError(absl::StrCat("rope: T must be positive, got ", a.T));
-  if (a.num_q_heads <= 0) {
-    return absl::InvalidArgumentError(absl::StrCat("rope: num_q_heads must be positive, got ", a.num_q_heads));
-  }
-  if (a.num_kv_heads <= 0) {
-    return absl::InvalidArgumentError(absl::StrCat("rope: num_kv_heads must be positive, got ", a.num_kv_heads));
-  }
-  if (a.head_dim <= 0 || a.head_dim % 2 != 0) {
-    return absl::InvalidArgumentError(absl::StrCat("rope: head_dim must be positive and even, got ", a.head_dim));
-  }
-  if (a.max_position <= 0) {
-    return absl::InvalidArgumentError(absl::StrCat("rope: max_position must be positive, got ", a.max_position));
-  }
+  if (absl::Status shape = check_rope_shape(a); !shape.ok()) return shape;
   const int64_t n = a.T * int64_t(a.num_q_heads + a.num_kv_heads) * (a.head_dim / 2);
   rope_kernel<<<unsigned(cuda::ceil_div64(n, 256)), 256, 0, cuda::stream_of(ctx)>>>(a, cuda::device_error_mailbox());
   return cuda::check_launch("rope_kernel");
