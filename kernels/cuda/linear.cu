@@ -15,6 +15,8 @@
 // bits are the same alone, at any position of any batch, under every configuration, run to run.
 // Small M is memory-bound: rows are padded into the m16 instruction shape (zero-filled, no memory
 // traffic) and the weights are streamed through a deep cp.async pipeline by narrow column tiles.
+// On Hopper the automatic choice uses the TMA-fed wgmma kernels of sm90a/linear_tma.cu instead
+// (same chain: wgmma m64nNk16 steps in increasing k from +0).
 #include <algorithm>
 #include <cstdio>
 #include <string>
@@ -132,7 +134,8 @@ struct Config {
   const char* name;
   int bm, bn, threads, smem;
   void (*kernel)(LinearParams);
-  enum Kind { kMma, kStream, kWgmma } kind;  // kStream: linear_stream.cu; kWgmma: sm90a/linear_wgmma.cu
+  enum Kind { kMma, kStream, kWgmma, kTma } kind;  // kStream: linear_stream.cu; kWgmma: sm90a/linear_wgmma.cu; kTma: sm90a/linear_tma.cu
+  cuda::TmaConfig tma = cuda::TmaConfig::k128x256;
 };
 
 template <int BM, int BN, int WM, int WN, int STAGES, bool VEC, int BK>
@@ -146,7 +149,8 @@ constexpr Config make_config(const char* name) {
 // stage), then the bulk-copy streaming one (M <= 16), the wgmma ones (Hopper), and the unaligned
 // fallback (K % 8 != 0 or pointers not 16-byte aligned: same arithmetic with element loads).
 enum ConfigIndex { kMma16x32, kMma16x64, kMma32x64, kMma64x128, kMma128x128, kMma128x256, kStream16x32,
-                   kWgmma64x256, kWgmma128x256, kWgmma128x256Overlap, kUnaligned16x32, kConfigCount };
+                   kWgmma64x256, kWgmma128x256, kWgmma128x256Overlap, kTma128x256, kTma128x128, kTmaSwap64x16,
+                   kTmaSwap64x32, kTmaSwap64x64, kUnaligned16x32, kConfigCount };
 const Config kConfigs[kConfigCount] = {
     make_config<16, 32, 16, 16, 4, true, 256>("mma 16x32x256/4st/2w"),
     make_config<16, 64, 16, 16, 5, true, 128>("mma 16x64x128/5st/4w"),
@@ -158,20 +162,16 @@ const Config kConfigs[kConfigCount] = {
     Config{"wgmma 64x256x64/4st/1wg", 64, 256, 128, 0, nullptr, Config::kWgmma},
     Config{"wgmma 128x256x64/4st/2wg", 128, 256, 256, 0, nullptr, Config::kWgmma},
     Config{"wgmma 128x256x64/4st/2wg/overlap", -128, 256, 256, 0, nullptr, Config::kWgmma},
+    Config{"tma wgmma 128x256x64/4st/2wg persistent", 128, 256, 384, 0, nullptr, Config::kTma, cuda::TmaConfig::k128x256},
+    Config{"tma wgmma 128x128x64/6st/2wg persistent", 128, 128, 384, 0, nullptr, Config::kTma, cuda::TmaConfig::k128x128},
+    Config{"tma wgmma swapped w64 x m16 x64/10st", 16, 64, 256, 0, nullptr, Config::kTma, cuda::TmaConfig::kSwap64x16},
+    Config{"tma wgmma swapped w64 x m32 x64/8st", 32, 64, 256, 0, nullptr, Config::kTma, cuda::TmaConfig::kSwap64x32},
+    Config{"tma wgmma swapped w64 x m64 x64/6st", 64, 64, 256, 0, nullptr, Config::kTma, cuda::TmaConfig::kSwap64x64},
     make_config<16, 32, 16, 16, 4, false, 64>("mma 16x32x64/4st/2w/unaligned"),
 };
 constexpr int kUnalignedConfig = kUnaligned16x32;
 
-bool hopper() {
-  static const bool yes = [] {
-    int device = 0, major = 0, minor = 0;
-    cudaGetDevice(&device);
-    cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device);
-    cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device);
-    return major == 9 && minor == 0;
-  }();
-  return yes;
-}
+bool hopper() { return cuda::is_hopper_device(); }
 
 absl::Status validate(const LinearArgs& a) {
   if (a.x == nullptr) return absl::InvalidArgumentError("linear: x is null");
@@ -201,6 +201,17 @@ __global__ void add_bias_f32_kernel(float* y, const bf16* bias, int64_t M, int64
 }  // namespace
 
 namespace cuda {
+bool is_hopper_device() {
+  static const bool yes = [] {
+    int device = 0, major = 0, minor = 0;
+    cudaGetDevice(&device);
+    cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device);
+    cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device);
+    return major == 9 && minor == 0;
+  }();
+  return yes;
+}
+
 absl::Status add_bias_f32(const ExecContext& ctx, float* y, const bf16* bias, int64_t M, int64_t N) {
   const int64_t n = M * N;
   add_bias_f32_kernel<<<unsigned(ceil_div64(n, 256)), 256, 0, stream_of(ctx)>>>(y, bias, M, N);
@@ -216,13 +227,20 @@ std::string cuda_linear_invariant_config_name(int config) {
 }
 
 // The automatic choice, from measurements on the H200 (bench_cuda_matmul --sweep, 2026-11-30):
-// narrow column tiles streaming the weights while M is small (memory-bound: enough blocks to fill
-// the SMs without splitting K), wgmma tiles once they make a wave. Only speed depends on it: every
-// configuration gives the same bits (tests/gpu/test_gpu_linear.cpp runs each one).
+// on Hopper the TMA-fed wgmma kernels everywhere: swapped (64 weight rows x 16/32/64 rows of x)
+// while M is small or 128 x 128 tiles would not make about one wave, 128 x 128 tiles otherwise
+// (the 128 x 256 tile measured ~350 TFLOP/s against ~560-650). Elsewhere the mma.sync tiles. Only
+// speed depends on it: every configuration gives the same bits (tests/gpu/test_gpu_linear.cpp).
 int cuda_linear_invariant_auto_config(int64_t M, int64_t N, int64_t /*K*/) {
+  if (hopper()) {
+    if (M <= 16) return kTmaSwap64x16;
+    if (M <= 32) return kTmaSwap64x32;
+    if (M <= 64) return N >= 16384 ? kTmaSwap64x64 : kTmaSwap64x32;
+    return cuda::ceil_div64(M, 128) * cuda::ceil_div64(N, 128) >= 96 ? kTma128x128 : kTmaSwap64x64;
+  }
   const int64_t tiles128 = cuda::ceil_div64(M, 128) * cuda::ceil_div64(N, 256);
-  if (M >= 512 || (M >= 128 && tiles128 >= 96)) return hopper() ? kWgmma128x256Overlap : kMma128x256;
-  if (M <= 16) return N <= 4096 ? kStream16x32 : N >= 16384 ? kMma16x64 : kMma16x32;
+  if (M >= 512 || (M >= 128 && tiles128 >= 96)) return kMma128x256;
+  if (M <= 16) return N >= 16384 ? kMma16x64 : kMma16x32;
   if (M <= 32) return N >= 16384 ? kMma64x128 : N >= 6144 ? kMma32x64 : kMma16x32;
   if (M <= 64) return N >= 16384 ? kMma64x128 : kMma32x64;
   return kMma64x128;
@@ -237,7 +255,7 @@ absl::Status cuda_linear_invariant(const ExecContext& ctx, const LinearArgs& a, 
     config = cuda_linear_invariant_auto_config(a.M, a.N, a.K);
   }
   // A forced configuration that cannot take the shape or the device runs the first one instead.
-  if ((kConfigs[config].kind == Config::kStream && a.M > 16) || (kConfigs[config].kind == Config::kWgmma && !hopper())) {
+  if ((kConfigs[config].kind == Config::kStream && a.M > 16) || ((kConfigs[config].kind == Config::kWgmma || kConfigs[config].kind == Config::kTma) && !hopper())) {
     config = kMma16x32;
   }
   const Config& c = kConfigs[config];
@@ -245,6 +263,7 @@ absl::Status cuda_linear_invariant(const ExecContext& ctx, const LinearArgs& a, 
   const int64_t tiles = cuda::ceil_div64(a.M, std::abs(c.bm)) * cuda::ceil_div64(a.N, c.bn);
   if (tiles > INT32_MAX) return absl::InvalidArgumentError("linear: too many tiles");
   if (c.kind == Config::kWgmma) return cuda::launch_wgmma_linear(p, c.bm, cuda::stream_of(ctx));
+  if (c.kind == Config::kTma) return cuda::launch_tma_linear(p, c.tma, cuda::stream_of(ctx));
   if (c.kind == Config::kStream) return cuda::launch_stream_linear(p, cuda::stream_of(ctx));
   static bool attributes_set[kConfigCount] = {};
   if (!attributes_set[config]) {

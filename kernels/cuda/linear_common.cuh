@@ -73,9 +73,16 @@ __device__ __forceinline__ void store_output(const LinearParams& p, int row, int
   }
 }
 
+// Whether the current device is compute capability 9.0 (the sm_90a kernels run only there).
+bool is_hopper_device();
+
 // The wgmma kernels (sm90a/linear_wgmma.cu, built for sm_90a only): bm = 64 (one warpgroup) or
 // 128 (two), 256 columns per tile; bm = -128: two warpgroups with wgmma overlapping the barrier. Unimplemented on a device that is not compute capability 9.0.
 absl::Status launch_wgmma_linear(const LinearParams& p, int bm, cudaStream_t stream);
+// The TMA-fed warp-specialised wgmma kernels (sm90a/linear_tma.cu, sm_90a only): A x B tiles of
+// 128 x 256 or 128 x 128 (A = x), or swapped (A = w: 64 weight rows x 16/32/64 rows of x, for small M).
+enum class TmaConfig { k128x256, k128x128, kSwap64x16, kSwap64x32, kSwap64x64 };
+absl::Status launch_tma_linear(const LinearParams& p, TmaConfig config, cudaStream_t stream);
 // The bulk-copy streaming kernel for M <= 16 (linear_stream.cu).
 absl::Status launch_stream_linear(const LinearParams& p, cudaStream_t stream);
 

@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "kernels/cuda/cuda_common.h"
 #include "kernels/cuda/linear_common.cuh"
+#include "kernels/cuda/sm90a/wgmma_ops.cuh"
 
 namespace samebits::cuda {
 namespace {
@@ -50,20 +51,6 @@ __device__ __forceinline__ void wgmma_m64n256k16(float (&d)[128], uint64_t desc_
       : "l"(desc_a), "l"(desc_b));
 }
 
-__device__ __forceinline__ uint64_t smem_desc(uint32_t addr) {
-  uint64_t d = uint64_t((addr & 0x3FFFF) >> 4);  // start address
-  d |= uint64_t(1) << 16;                        // leading byte offset (unused with 128B swizzle)
-  d |= uint64_t(1024 >> 4) << 32;                // stride byte offset: 8 rows x 128 B
-  d |= uint64_t(1) << 62;                        // 128-byte swizzle
-  return d;
-}
-__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
-__device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
-template <int N>
-__device__ __forceinline__ void wgmma_wait() {
-  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
-}
-__device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
 #endif
 
 // OVERLAP: keep one wgmma group in flight across the barrier (wait_group 1, prefetch distance
@@ -146,14 +133,7 @@ absl::Status launch(const LinearParams& p, cudaStream_t stream) {
 }  // namespace
 
 absl::Status launch_wgmma_linear(const LinearParams& p, int bm, cudaStream_t stream) {
-  static const bool hopper = [] {
-    int device = 0, major = 0, minor = 0;
-    cudaGetDevice(&device);
-    cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device);
-    cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device);
-    return major == 9 && minor == 0;
-  }();
-  if (!hopper) return absl::UnimplementedError("linear: the wgmma kernels need compute capability 9.0");
+  if (!is_hopper_device()) return absl::UnimplementedError("linear: the wgmma kernels need compute capability 9.0");
   if (bm == 64) return launch<1, false>(p, stream);
   if (bm == -128) return launch<2, true>(p, stream);
   return launch<2, false>(p, stream);

@@ -1,0 +1,222 @@
+// Invariant linear on Hopper: the bulk tensor copy engine (TMA) feeding wgmma, warp-specialised
+// (compiled for sm_90a only). Same contract as linear.cu: every output element is ONE chain of
+// k16 steps (wgmma m64nNk16, bf16 in, fp32 accumulate) in increasing k from +0, K zero-padded to
+// a multiple of 64 (the TMA fills columns >= K with zeros), then + bias and one rounding. No
+// split-K: each tile's whole K runs in order on one warpgroup's accumulators, so bits do not
+// depend on the tile shape, the grid or M (tests/gpu compares every configuration).
+//
+// Operand A (64 rows per consumer warpgroup) and B (BN rows) are both K-major: normally A = x
+// and B = w; "swapped" (small M) A = w and B = x, which computes y^T tile by tile (the k16 step
+// multiplies the same pairs of values and sums them the same way; the test checks the bits).
+// One producer warp issues the copies into a STAGES-deep ring guarded by full/empty mbarriers;
+// the grid is persistent (each block walks tiles blockIdx.x, + gridDim.x, ...), so the copies of
+// the next tile overlap the epilogue of the current one.
+#include <cuda.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "kernels/cuda/cuda_common.h"
+#include "kernels/cuda/linear_common.cuh"
+#include "kernels/cuda/sm90a/wgmma_ops.cuh"
+
+namespace samebits::cuda {
+namespace {
+
+constexpr int kBK = 64;  // one 128-byte swizzled row of bf16 per k-tile
+
+struct TmaParams {
+  LinearParams p;
+  int rows_a, rows_b;  // rows of the A and B operands (M and N, or N and M when swapped)
+  int swapped;
+};
+
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+__device__ __forceinline__ void tma_load_2d(uint32_t dst, const CUtensorMap* map, int k, int row, uint32_t bar) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n" ::"r"(dst),
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(k), "r"(row), "r"(bar)
+      : "memory");
+}
+#endif
+
+template <int WG, int BN, int STAGES>
+struct TmaTile {
+  static constexpr int kBM = 64 * WG;
+  static constexpr int kABytes = kBM * kBK * 2, kBBytes = BN * kBK * 2, kStage = kABytes + kBBytes;
+  static constexpr int kThreads = (WG + 1) * 128;
+  static constexpr int kSmem = STAGES * kStage + 1024 + 256;  // + alignment + barriers
+  static_assert(kStage % 1024 == 0, "stages stay 1024-byte aligned (128-byte swizzle atoms)");
+};
+
+template <int WG, int BN, int STAGES>
+__global__ void __launch_bounds__(TmaTile<WG, BN, STAGES>::kThreads, WG == 1 ? 2 : 1)
+    tma_linear_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b,
+                      TmaParams tp) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  using T = TmaTile<WG, BN, STAGES>;
+  extern __shared__ unsigned char smem_raw[];
+  const uint32_t base = (smem_addr(smem_raw) + 1023u) & ~1023u;
+  const uint32_t full = base + STAGES * T::kStage, empty = full + 8 * STAGES;
+  const int tid = threadIdx.x, wg = tid / 128;
+  const int tiles_a = (tp.rows_a + T::kBM - 1) / T::kBM, tiles_b = (tp.rows_b + BN - 1) / BN;
+  const int tiles = tiles_a * tiles_b, KT = (tp.p.K + kBK - 1) / kBK;
+  if (tid == 0) {
+    for (int s = 0; s < STAGES; ++s) {
+      mbar_init(full + 8 * s, 1);
+      mbar_init(empty + 8 * s, WG * 128);
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+  }
+  __syncthreads();
+
+  if (wg == 0) {  // producer
+    if constexpr (BN == 256) asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
+    if (tid == 0) {
+      int it = 0;
+      for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
+        int a0, b0;
+        tile_of_block(t, tp.rows_a, tp.rows_b, T::kBM, BN, &a0, &b0);
+        for (int kt = 0; kt < KT; ++kt, ++it) {
+          const int s = it % STAGES;
+          mbar_wait(empty + 8 * s, ((it / STAGES) & 1) ^ 1);
+          mbar_expect_tx(full + 8 * s, T::kStage);
+          const uint32_t stage = base + s * T::kStage;
+          tma_load_2d(stage, &map_a, kt * kBK, a0, full + 8 * s);
+          tma_load_2d(stage + T::kABytes, &map_b, kt * kBK, b0, full + 8 * s);
+        }
+      }
+    }
+  } else {  // consumers: warpgroup c owns rows [64c, 64c + 64) of the A tile
+    if constexpr (BN == 256) asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n");
+    const int c = wg - 1, lane = tid & 31, warp = (tid / 32) % 4;
+    int it = 0;
+    for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
+      int a0, b0;
+      tile_of_block(t, tp.rows_a, tp.rows_b, T::kBM, BN, &a0, &b0);
+      float d[BN / 2];
+#pragma unroll
+      for (int i = 0; i < BN / 2; ++i) d[i] = 0.0f;
+      for (int kt = 0; kt < KT; ++kt, ++it) {
+        const int s = it % STAGES;
+        mbar_wait(full + 8 * s, (it / STAGES) & 1);
+        const uint32_t a_tile = base + s * T::kStage + c * 64 * kBK * 2, b_tile = base + s * T::kStage + T::kABytes;
+        wgmma_fence();
+#pragma unroll
+        for (int kk = 0; kk < kBK / 16; ++kk) wgmma_m64k16<BN>(d, smem_desc(a_tile + kk * 32), smem_desc(b_tile + kk * 32));
+        wgmma_commit();
+        wgmma_wait<1>();
+        if (kt > 0) mbar_arrive(empty + 8 * ((it - 1) % STAGES));  // that stage's group has retired
+      }
+      wgmma_wait<0>();
+#pragma unroll
+      for (int i = 0; i < BN / 2; ++i) asm volatile("" : "+f"(d[i])::"memory");
+      mbar_arrive(empty + 8 * ((it - 1) % STAGES));
+
+      const int r = a0 + c * 64 + warp * 16 + (lane >> 2);
+      const LinearParams& p = tp.p;
+#pragma unroll
+      for (int j = 0; j < BN / 8; ++j) {
+        const int col = b0 + j * 8 + (lane & 3) * 2;
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const float v0 = d[4 * j + 2 * h], v1 = d[4 * j + 2 * h + 1];
+          const int row = r + 8 * h;
+          if (tp.swapped) {  // A rows are output columns n, B rows are output rows m
+            store_output(p, col, row, v0);
+            store_output(p, col + 1, row, v1);
+          } else if (row < p.M && col + 1 < p.N && (p.N & 1) == 0) {  // two adjacent outputs at once
+            float o0 = v0, o1 = v1;
+            if (p.bias != nullptr) {
+              o0 = o0 + to_float(p.bias[col]);
+              o1 = o1 + to_float(p.bias[col + 1]);
+            }
+            const int64_t at = int64_t(row) * p.N + col;
+            if (p.y_f32 != nullptr) {
+              *reinterpret_cast<float2*>(p.y_f32 + at) = make_float2(o0, o1);
+            } else {
+              *reinterpret_cast<uint32_t*>(p.y + at) = uint32_t(to_bf16(o0).bits) | (uint32_t(to_bf16(o1).bits) << 16);
+            }
+          } else {
+            store_output(p, row, col, v0);
+            store_output(p, row, col + 1, v1);
+          }
+        }
+      }
+    }
+  }
+#endif
+}
+
+using EncodeTiled = CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*, const cuuint64_t*,
+                                 const cuuint64_t*, const cuuint32_t*, const cuuint32_t*, CUtensorMapInterleave,
+                                 CUtensorMapSwizzle, CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
+
+EncodeTiled encode_fn() {
+  static EncodeTiled fn = [] {
+    void* f = nullptr;
+    cudaDriverEntryPointQueryResult q;
+    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &f, 12000, cudaEnableDefault, &q) != cudaSuccess ||
+        q != cudaDriverEntryPointSuccess) {
+      return EncodeTiled(nullptr);
+    }
+    return reinterpret_cast<EncodeTiled>(f);
+  }();
+  return fn;
+}
+
+// A [rows, K] bf16 row-major matrix as boxes of box_rows x 64 columns, 128-byte swizzled; reads
+// beyond rows or K return zeros.
+absl::Status make_map(CUtensorMap* map, const bf16* ptr, int rows, int K, int box_rows) {
+  EncodeTiled encode = encode_fn();
+  if (encode == nullptr) return absl::UnimplementedError("linear: cuTensorMapEncodeTiled is unavailable");
+  const cuuint64_t dims[2] = {cuuint64_t(K), cuuint64_t(rows)};
+  const cuuint64_t strides[1] = {cuuint64_t(K) * 2};
+  const cuuint32_t box[2] = {cuuint32_t(kBK), cuuint32_t(box_rows)};
+  const cuuint32_t elem[2] = {1, 1};
+  const CUresult r = encode(map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, const_cast<bf16*>(ptr), dims, strides, box, elem,
+                            CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                            CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (r != CUDA_SUCCESS) return absl::InternalError(absl::StrCat("linear: cuTensorMapEncodeTiled failed (", int(r), ")"));
+  return absl::OkStatus();
+}
+
+template <int WG, int BN, int STAGES>
+absl::Status launch(const LinearParams& p, bool swapped, cudaStream_t stream) {
+  using T = TmaTile<WG, BN, STAGES>;
+  auto kernel = tma_linear_kernel<WG, BN, STAGES>;
+  static int blocks_per_sm = 0, sms = 0;
+  if (blocks_per_sm == 0) {
+    SAMEBITS_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, T::kSmem));
+    int device = 0;
+    SAMEBITS_CUDA_TRY(cudaGetDevice(&device));
+    SAMEBITS_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+    SAMEBITS_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks_per_sm, kernel, T::kThreads, T::kSmem));
+    if (blocks_per_sm < 1) return absl::InternalError("linear: the TMA kernel does not fit on a multiprocessor");
+  }
+  TmaParams tp{p, swapped ? p.N : p.M, swapped ? p.M : p.N, swapped ? 1 : 0};
+  CUtensorMap map_a, map_b;
+  SAMEBITS_RETURN_IF_ERROR(make_map(&map_a, swapped ? p.w : p.x, tp.rows_a, p.K, T::kBM));
+  SAMEBITS_RETURN_IF_ERROR(make_map(&map_b, swapped ? p.x : p.w, tp.rows_b, p.K, BN));
+  const int64_t tiles = ceil_div64(tp.rows_a, T::kBM) * ceil_div64(tp.rows_b, BN);
+  const int64_t grid = std::min<int64_t>(tiles, int64_t(blocks_per_sm) * sms);
+  kernel<<<unsigned(grid), T::kThreads, T::kSmem, stream>>>(map_a, map_b, tp);
+  return check_launch("tma_linear_kernel");
+}
+
+}  // namespace
+
+absl::Status launch_tma_linear(const LinearParams& p, TmaConfig config, cudaStream_t stream) {
+  if (!is_hopper_device()) return absl::UnimplementedError("linear: the TMA kernels need compute capability 9.0");
+  switch (config) {
+    case TmaConfig::k128x256: return launch<2, 256, 4>(p, false, stream);
+    case TmaConfig::k128x128: return launch<2, 128, 6>(p, false, stream);
+    case TmaConfig::kSwap64x16: return launch<1, 16, 10>(p, true, stream);
+    case TmaConfig::kSwap64x32: return launch<1, 32, 8>(p, true, stream);
+    case TmaConfig::kSwap64x64: return launch<1, 64, 6>(p, true, stream);
+  }
+  return absl::InvalidArgumentError("linear: unknown TMA configuration");
+}
+
+}  // namespace samebits::cuda
