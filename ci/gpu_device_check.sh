@@ -3,8 +3,8 @@
 #   ci/gpu_device_check.sh BIN_DIR OUT [tests|sanitizer|bench-matmul|bench-matmul-sweep|bench-attention|all]...
 # BIN_DIR holds gpu_tests, bench_cuda_matmul, bench_cuda_attention, samebits and lib/ (bundled shared
 # libraries, ../shared/tools/bundle-libs). Each step has its own time limit; a failing step does
-# not stop the others. Everything is packed into OUT/results.tgz (one file: the device tool returns
-# few files); the last lines printed are a short table of the steps' results.
+# not stop the others. Everything is packed into OUT/results.tgz (one file to copy back from the GPU machine).
+# The last lines printed are a short table of the steps' results.
 set -uo pipefail
 bin=$(cd "${1:?BIN_DIR}" && pwd); dest=${2:?OUT}; shift 2
 mkdir -p "$dest"
