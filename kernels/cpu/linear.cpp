@@ -3,19 +3,23 @@
 //
 // Invariant mode (plan_matmul(kInvariant): split_k = 1): every output is ONE 16-lane fixed
 // reduction over all of K (kernels/cpu/lanes.h: lane l takes k = l, l+16, ...; pairwise tree),
-// then + bias. Threads take whole (tile_m x tile_n) output tiles; the tile shape only decides who
-// computes an output, never how, so bits do not depend on M, the row's position or the threads.
+// then + bias. Bits do not depend on M, the row's position or the threads.
 //
 // Default mode (plan_matmul(kDefault, M, N, K, parallel_units)): K is cut into split_k contiguous
 // parts of round_up(ceil(K / split_k), 16) values (trailing parts may be empty and are skipped);
-// each part is reduced with the same 16-lane routine into scratch by whichever thread owns the
-// (tile, part) work item, then the parts are added in part order (part 0 first), then + bias.
-// split_k grows as M shrinks, so a row's bits follow the batch size, as with cuBLAS split-K.
-// With split_k = 1 both modes run the same code and agree bit for bit.
+// each part is reduced with the same 16-lane routine from +0 (its own pairwise tree), then the
+// part sums are added in part order (part 0 first), then + bias. split_k grows as M shrinks, so a
+// row's bits follow the batch size, as with cuBLAS split-K. With split_k = 1 both modes agree.
+//
+// Schedule (never the arithmetic): threads take blocks of (rows x kTileN columns); one thread
+// computes every part of an output back to back and adds the part sums as they come, in part
+// order, so split-K needs no scratch and no second pass; the plan's tile shape (a GPU's
+// choice) does not change any bit and is not used for the CPU's work split.
 //
 // Speed on the baseline x86-64 ISA: x is widened to fp32 once per call; each pass over a row of x
 // computes kColumnBlock outputs (register blocking); the 16 lanes of each output live in four
-// 4-wide vector registers (cpu::LaneAcc), element-wise IEEE operations that keep every lane's order.
+// 4-wide vector registers (cpu::LaneAcc), element-wise IEEE operations that keep every lane's order,
+// and the lane trees of four columns run side by side (lanes transposed: same adds, per column).
 #include <memory>
 
 #include "absl/strings/str_cat.h"
@@ -27,45 +31,82 @@ namespace samebits {
 namespace {
 
 using cpu::kLanes;
+using v4f = cpu::LaneAcc::v4f;
 
 constexpr int kColumnBlock = 4;
+constexpr int64_t kTileM = 64, kTileN = 64;  // work split between threads only
 
-// out[c] = sum over k in [k0, k0+len) of x[k] * w[c*K + k], c < NB, each in the fixed lane order.
-// k0 is a multiple of 16 (a part boundary), so every k keeps the lane it has in the whole row.
+// Rows -> columns: r[i] holds lane (4j + i) of columns 0..3, given a[c] = lanes 4j..4j+3 of column c.
+inline void transpose4(v4f a, v4f b, v4f c, v4f d, v4f* r) {
+  const v4f ab_lo = __builtin_shufflevector(a, b, 0, 4, 1, 5), ab_hi = __builtin_shufflevector(a, b, 2, 6, 3, 7);
+  const v4f cd_lo = __builtin_shufflevector(c, d, 0, 4, 1, 5), cd_hi = __builtin_shufflevector(c, d, 2, 6, 3, 7);
+  r[0] = __builtin_shufflevector(ab_lo, cd_lo, 0, 1, 4, 5);
+  r[1] = __builtin_shufflevector(ab_lo, cd_lo, 2, 3, 6, 7);
+  r[2] = __builtin_shufflevector(ab_hi, cd_hi, 0, 1, 4, 5);
+  r[3] = __builtin_shufflevector(ab_hi, cd_hi, 2, 3, 6, 7);
+}
+
+// cpu::combine_lanes of four columns at once: element c is column c's pairwise tree, exactly.
+inline v4f combine_lanes4(const cpu::LaneAcc* acc) {
+  v4f t[kLanes];
+  for (int j = 0; j < 4; ++j) transpose4(acc[0].v[j], acc[1].v[j], acc[2].v[j], acc[3].v[j], t + 4 * j);
+  v4f t8[8], t4[4];
+  for (int i = 0; i < 8; ++i) t8[i] = t[2 * i] + t[2 * i + 1];
+  for (int i = 0; i < 4; ++i) t4[i] = t8[2 * i] + t8[2 * i + 1];
+  return (t4[0] + t4[1]) + (t4[2] + t4[3]);
+}
+
+// sums[c] = sum over k in [k0, k0+len) of x[k] * w[c*K + k], c < NB, each in the fixed lane order
+// from +0. k0 is a multiple of 16 (a part boundary), so every k keeps the lane it has in the row.
 template <int NB>
-inline void dot_columns(const float* x, const bf16* w, int64_t K, int64_t k0, int64_t len,
-                        float* out) {
+inline void dot_part(const float* x, const bf16* w, int64_t K, int64_t k0, int64_t len, float* sums) {
   cpu::LaneAcc acc[NB];
   const float* xr = x + k0;
-  const bf16* wr[NB];
-  for (int c = 0; c < NB; ++c) wr[c] = w + c * K + k0;
+  const bf16* wr = w + k0;
   int64_t k = 0;
   for (; k + kLanes <= len; k += kLanes) {
-    for (int c = 0; c < NB; ++c) acc[c].add_products(xr + k, wr[c] + k);
+    for (int c = 0; c < NB; ++c) acc[c].add_products(xr + k, wr + c * K + k);
+  }
+  if (NB == 4 && k == len) {
+    const v4f s = combine_lanes4(acc);
+    std::memcpy(sums, &s, sizeof s);
+    return;
   }
   for (int c = 0; c < NB; ++c) {
     float lanes[kLanes];
     acc[c].store(lanes);
-    for (int l = 0; k + l < len; ++l) lanes[l] += xr[k + l] * to_float(wr[c][k + l]);
-    out[c] = cpu::combine_lanes(lanes);
+    for (int l = 0; k + l < len; ++l) lanes[l] += xr[k + l] * to_float(wr[c * K + k + l]);
+    sums[c] = cpu::combine_lanes(lanes);
   }
 }
 
-// Reduces K range [k0, k0+len) for rows [m0, m1) x columns [n0, n1); out(m, n) receives each sum.
+// out[c] = the output of columns c < NB of one row: the part sums in part order (parts of
+// part_len values; the last may be shorter).
+template <int NB>
+inline void dot_columns(const float* x, const bf16* w, int64_t K, int64_t part_len, float* out) {
+  dot_part<NB>(x, w, K, 0, std::min(part_len, K), out);
+  for (int64_t k0 = part_len; k0 < K; k0 += part_len) {
+    float sums[NB];
+    dot_part<NB>(x, w, K, k0, std::min(part_len, K - k0), sums);
+    for (int c = 0; c < NB; ++c) out[c] = out[c] + sums[c];
+  }
+}
+
+// Every output of rows [m0, m1) x columns [n0, n1); out(m, n, v) finishes each.
 template <typename Out>
-void reduce_tile(const float* xf, const bf16* w, int64_t K, int64_t m0, int64_t m1, int64_t n0,
-                 int64_t n1, int64_t k0, int64_t len, Out&& out) {
+void compute_block(const float* xf, const bf16* w, int64_t K, int64_t part_len, int64_t m0, int64_t m1,
+                   int64_t n0, int64_t n1, Out&& out) {
   int64_t n = n0;
   float sums[kColumnBlock];
   for (; n + kColumnBlock <= n1; n += kColumnBlock) {
     for (int64_t m = m0; m < m1; ++m) {
-      dot_columns<kColumnBlock>(xf + m * K, w + n * K, K, k0, len, sums);
+      dot_columns<kColumnBlock>(xf + m * K, w + n * K, K, part_len, sums);
       for (int c = 0; c < kColumnBlock; ++c) out(m, n + c, sums[c]);
     }
   }
   for (; n < n1; ++n) {
     for (int64_t m = m0; m < m1; ++m) {
-      dot_columns<1>(xf + m * K, w + n * K, K, k0, len, sums);
+      dot_columns<1>(xf + m * K, w + n * K, K, part_len, sums);
       out(m, n, sums[0]);
     }
   }
@@ -92,10 +133,7 @@ absl::Status cpu_linear(const ExecContext& ctx, const LinearArgs& a) {
   const int64_t M = a.M, N = a.N, K = a.K;
   const MatmulPlan plan = plan_matmul(ctx.mode, M, N, K, ctx.parallel_units);
   const int64_t part_len = cpu::lane_part_size(K, plan.split_k < 1 ? 1 : plan.split_k);
-  const int64_t parts = (K + part_len - 1) / part_len;  // non-empty parts only
-  const int64_t tile_m = plan.tile_m > 0 ? plan.tile_m : 64;
-  const int64_t tile_n = plan.tile_n > 0 ? plan.tile_n : 64;
-  const int64_t tiles_m = (M + tile_m - 1) / tile_m, tiles_n = (N + tile_n - 1) / tile_n;
+  const int64_t tiles_m = (M + kTileM - 1) / kTileM, tiles_n = (N + kTileN - 1) / kTileN;
   constexpr int64_t kMinWorkPerThread = 1 << 17;  // multiply-adds (~25 us): below, one thread
 
   // x widened to fp32 once per call.
@@ -113,32 +151,11 @@ absl::Status cpu_linear(const ExecContext& ctx, const LinearArgs& a) {
     }
   };
 
-  if (parts == 1) {
-    cpu::parallel_for(ctx, tiles_m * tiles_n, [&](int64_t t) {
-      int64_t m0 = (t / tiles_n) * tile_m, n0 = (t % tiles_n) * tile_n;
-      reduce_tile(xf.get(), a.w, K, m0, std::min(M, m0 + tile_m), n0, std::min(N, n0 + tile_n), 0,
-                  K, finish);
-    }, std::min(M, tile_m) * std::min(N, tile_n) * K, kMinWorkPerThread);
-    return absl::OkStatus();
-  }
-
-  // Default mode with split-K: every (tile, part) is a work item writing its own scratch slice.
-  std::unique_ptr<float[]> partial(new float[parts * M * N]);
-  cpu::parallel_for(ctx, tiles_m * tiles_n * parts, [&](int64_t item) {
-    int64_t p = item % parts, t = item / parts;
-    int64_t m0 = (t / tiles_n) * tile_m, n0 = (t % tiles_n) * tile_n;
-    int64_t k0 = p * part_len, len = std::min(K, k0 + part_len) - k0;
-    float* slice = partial.get() + p * M * N;
-    reduce_tile(xf.get(), a.w, K, m0, std::min(M, m0 + tile_m), n0, std::min(N, n0 + tile_n), k0,
-                len, [&](int64_t m, int64_t n, float v) { slice[m * N + n] = v; });
-  }, std::min(M, tile_m) * std::min(N, tile_n) * part_len, kMinWorkPerThread);
-  cpu::parallel_for(ctx, M, [&](int64_t m) {
-    for (int64_t n = 0; n < N; ++n) {
-      float v = partial[m * N + n];
-      for (int64_t p = 1; p < parts; ++p) v = v + partial[(p * M + m) * N + n];
-      finish(m, n, v);
-    }
-  }, N * parts, kMinWorkPerThread);
+  cpu::parallel_for(ctx, tiles_m * tiles_n, [&](int64_t t) {
+    int64_t m0 = (t / tiles_n) * kTileM, n0 = (t % tiles_n) * kTileN;
+    compute_block(xf.get(), a.w, K, part_len, m0, std::min(M, m0 + kTileM), n0, std::min(N, n0 + kTileN),
+                  finish);
+  }, std::min(M, kTileM) * std::min(N, kTileN) * K, kMinWorkPerThread);
   return absl::OkStatus();
 }
 
