@@ -4,18 +4,12 @@
 #include "absl/strings/str_cat.h"
 #include "kernels/cpu/cpu_ops.h"
 #include "kernels/cpu/threading.h"
+#include "kernels/op_checks.h"
 
 namespace samebits {
 
 absl::Status cpu_embedding(const ExecContext& ctx, const EmbeddingArgs& a) {
-  if (a.ids == nullptr) return absl::InvalidArgumentError("embedding: ids is null");
-  if (a.table == nullptr) return absl::InvalidArgumentError("embedding: table is null");
-  if (a.y == nullptr) return absl::InvalidArgumentError("embedding: y is null");
-  if (a.T <= 0) return absl::InvalidArgumentError(absl::StrCat("embedding: T must be positive, got ", a.T));
-  if (a.vocab <= 0) {
-    return absl::InvalidArgumentError(absl::StrCat("embedding: vocab must be positive, got ", a.vocab));
-  }
-  if (a.dim <= 0) return absl::InvalidArgumentError(absl::StrCat("embedding: dim must be positive, got ", a.dim));
+  if (absl::Status shape = check_embedding_shape(a); !shape.ok()) return shape;
   for (int64_t t = 0; t < a.T; ++t) {  // checked before any row is written
     if (a.ids[t] < 0 || a.ids[t] >= a.vocab) {
       return absl::InvalidArgumentError(absl::StrCat("embedding: token ", t, " has id ", a.ids[t],

@@ -22,10 +22,10 @@
 // and the lane trees of four columns run side by side (lanes transposed: same adds, per column).
 #include <memory>
 
-#include "absl/strings/str_cat.h"
 #include "kernels/cpu/cpu_ops.h"
 #include "kernels/cpu/lanes.h"
 #include "kernels/cpu/threading.h"
+#include "kernels/op_checks.h"
 
 namespace samebits {
 namespace {
@@ -112,24 +112,10 @@ void compute_block(const float* xf, const bf16* w, int64_t K, int64_t part_len, 
   }
 }
 
-absl::Status validate(const LinearArgs& a) {
-  if (a.x == nullptr) return absl::InvalidArgumentError("linear: x is null");
-  if (a.w == nullptr) return absl::InvalidArgumentError("linear: w is null");
-  if (a.M <= 0) return absl::InvalidArgumentError(absl::StrCat("linear: M must be positive, got ", a.M));
-  if (a.N <= 0) return absl::InvalidArgumentError(absl::StrCat("linear: N must be positive, got ", a.N));
-  if (a.K <= 0) return absl::InvalidArgumentError(absl::StrCat("linear: K must be positive, got ", a.K));
-  if ((a.y == nullptr) == (a.y_f32 == nullptr)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "linear: exactly one of y (bf16) and y_f32 must be set, got ",
-        a.y == nullptr ? "neither" : "both"));
-  }
-  return absl::OkStatus();
-}
-
 }  // namespace
 
 absl::Status cpu_linear(const ExecContext& ctx, const LinearArgs& a) {
-  if (absl::Status s = validate(a); !s.ok()) return s;
+  if (absl::Status s = check_linear_shape(a); !s.ok()) return s;
   const int64_t M = a.M, N = a.N, K = a.K;
   const MatmulPlan plan = plan_matmul(ctx.mode, M, N, K, ctx.parallel_units);
   const int64_t part_len = cpu::lane_part_size(K, plan.split_k < 1 ? 1 : plan.split_k);

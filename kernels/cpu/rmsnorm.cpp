@@ -13,37 +13,15 @@
 #include <cmath>
 #include <vector>
 
-#include "absl/strings/str_cat.h"
 #include "kernels/cpu/cpu_ops.h"
 #include "kernels/cpu/lanes.h"
 #include "kernels/cpu/threading.h"
+#include "kernels/op_checks.h"
 
 namespace samebits {
-namespace {
-
-absl::Status validate(const RmsNormArgs& a) {
-  if (a.x == nullptr) return absl::InvalidArgumentError("rmsnorm: x is null");
-  if (a.weight == nullptr) return absl::InvalidArgumentError("rmsnorm: weight is null");
-  if (a.y == nullptr) return absl::InvalidArgumentError("rmsnorm: y is null");
-  if (a.rows <= 0) {
-    return absl::InvalidArgumentError(absl::StrCat("rmsnorm: rows must be positive, got ", a.rows));
-  }
-  if (a.dim <= 0) {
-    return absl::InvalidArgumentError(absl::StrCat("rmsnorm: dim must be positive, got ", a.dim));
-  }
-  if (!(a.eps >= 0.0f) || a.eps - a.eps != 0.0f) {
-    return absl::InvalidArgumentError(absl::StrCat("rmsnorm: eps must be finite and >= 0, got ", a.eps));
-  }
-  if (a.residual != nullptr && static_cast<const void*>(a.residual) == static_cast<const void*>(a.x)) {
-    return absl::InvalidArgumentError("rmsnorm: residual must not alias x");
-  }
-  return absl::OkStatus();
-}
-
-}  // namespace
 
 absl::Status cpu_rmsnorm(const ExecContext& ctx, const RmsNormArgs& a) {
-  if (absl::Status s = validate(a); !s.ok()) return s;
+  if (absl::Status s = check_rmsnorm_shape(a); !s.ok()) return s;
   const int64_t dim = a.dim;
   const RowReducePlan plan = plan_row_reduce(ctx.mode, a.rows, dim, ctx.parallel_units);
   const int64_t part_len = cpu::lane_part_size(dim, plan.parts < 1 ? 1 : plan.parts);

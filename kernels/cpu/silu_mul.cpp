@@ -7,10 +7,10 @@
 // check); any other group (NaN, inf, overflow or subnormal exponents) takes the scalar function.
 #include <cstring>
 
-#include "absl/strings/str_cat.h"
 #include "kernels/cpu/cpu_ops.h"
 #include "kernels/cpu/threading.h"
 #include "kernels/fixed_math.h"
+#include "kernels/op_checks.h"
 
 namespace samebits {
 namespace {
@@ -59,11 +59,7 @@ void silu_mul_row(const bf16* g, const bf16* u, bf16* y, int64_t F) {
 }  // namespace
 
 absl::Status cpu_silu_mul(const ExecContext& ctx, const SiluMulArgs& a) {
-  if (a.gate == nullptr) return absl::InvalidArgumentError("silu_mul: gate is null");
-  if (a.up == nullptr) return absl::InvalidArgumentError("silu_mul: up is null");
-  if (a.y == nullptr) return absl::InvalidArgumentError("silu_mul: y is null");
-  if (a.T <= 0) return absl::InvalidArgumentError(absl::StrCat("silu_mul: T must be positive, got ", a.T));
-  if (a.F <= 0) return absl::InvalidArgumentError(absl::StrCat("silu_mul: F must be positive, got ", a.F));
+  if (absl::Status shape = check_silu_mul_shape(a); !shape.ok()) return shape;
   const int64_t F = a.F;
   cpu::parallel_for(ctx, a.T, [&](int64_t t) {
     silu_mul_row(a.gate + t * F, a.up + t * F, a.y + t * F, F);

@@ -1,9 +1,9 @@
 // embedding on CUDA: y[t, :] = table[ids[t], :], a row copy (no arithmetic: identical in both
 // modes). One thread per value. An id outside [0, vocab) skips its token and is reported by the
 // next synchronize (ids live in device memory).
-#include "absl/strings/str_cat.h"
 #include "kernels/cuda/cuda_common.h"
 #include "kernels/cuda/cuda_ops.h"
+#include "kernels/op_checks.h"
 
 namespace samebits {
 namespace {
@@ -23,12 +23,7 @@ __global__ void embedding_kernel(EmbeddingArgs a, cuda::DeviceError* box) {
 }  // namespace
 
 absl::Status cuda_embedding(const ExecContext& ctx, const EmbeddingArgs& a) {
-  if (a.ids == nullptr) return absl::InvalidArgumentError("embedding: ids is null");
-  if (a.table == nullptr) return absl::InvalidArgumentError("embedding: table is null");
-  if (a.y == nullptr) return absl::InvalidArgumentError("embedding: y is null");
-  if (a.T <= 0) return absl::InvalidArgumentError(absl::StrCat("embedding: T must be positive, got ", a.T));
-  if (a.vocab <= 0) return absl::InvalidArgumentError(absl::StrCat("embedding: vocab must be positive, got ", a.vocab));
-  if (a.dim <= 0) return absl::InvalidArgumentError(absl::StrCat("embedding: dim must be positive, got ", a.dim));
+  if (absl::Status shape = check_embedding_shape(a); !shape.ok()) return shape;
   const int64_t n = a.T * a.dim;
   embedding_kernel<<<unsigned(cuda::ceil_div64(n, 256)), 256, 0, cuda::stream_of(ctx)>>>(a, cuda::device_error_mailbox());
   return cuda::check_launch("embedding_kernel");

@@ -27,6 +27,7 @@
 #include "kernels/cuda/cuda_ops.h"
 #include "kernels/cuda/linear_common.cuh"
 #include "kernels/cuda/tensor_core.cuh"
+#include "kernels/op_checks.h"
 
 namespace samebits {
 namespace {
@@ -174,18 +175,10 @@ constexpr int kUnalignedConfig = kUnaligned16x32;
 bool hopper() { return cuda::is_hopper_device(); }
 
 absl::Status validate(const LinearArgs& a) {
-  if (a.x == nullptr) return absl::InvalidArgumentError("linear: x is null");
-  if (a.w == nullptr) return absl::InvalidArgumentError("linear: w is null");
-  if (a.M <= 0) return absl::InvalidArgumentError(absl::StrCat("linear: M must be positive, got ", a.M));
-  if (a.N <= 0) return absl::InvalidArgumentError(absl::StrCat("linear: N must be positive, got ", a.N));
-  if (a.K <= 0) return absl::InvalidArgumentError(absl::StrCat("linear: K must be positive, got ", a.K));
+  if (absl::Status shape = check_linear_shape(a); !shape.ok()) return shape;
   if (a.M > INT32_MAX || a.N > INT32_MAX || a.K > INT32_MAX) {
     return absl::InvalidArgumentError(absl::StrCat("linear: M, N, K must fit in 32 bits, got ", a.M, ", ",
                                                    a.N, ", ", a.K));
-  }
-  if ((a.y == nullptr) == (a.y_f32 == nullptr)) {
-    return absl::InvalidArgumentError(absl::StrCat("linear: exactly one of y (bf16) and y_f32 must be set, got ",
-                                                   a.y == nullptr ? "neither" : "both"));
   }
   return absl::OkStatus();
 }

@@ -14,9 +14,9 @@
 //   `parts` contiguous parts of round_up(ceil(dim / parts), 16) values (as the CPU), each reduced
 //   in the warp order by one warp, the part sums added in part order (part 0 first) by one thread.
 //   parts grows as rows shrink, so a row's bits follow the batch size. No atomics.
-#include "absl/strings/str_cat.h"
 #include "kernels/cuda/cuda_common.h"
 #include "kernels/cuda/cuda_ops.h"
+#include "kernels/op_checks.h"
 
 namespace samebits {
 namespace {
@@ -166,17 +166,7 @@ bool aligned16(const void* ptr) { return (reinterpret_cast<uintptr_t>(ptr) & 15)
 }  // namespace
 
 absl::Status cuda_rmsnorm(const ExecContext& ctx, const RmsNormArgs& a) {
-  if (a.x == nullptr) return absl::InvalidArgumentError("rmsnorm: x is null");
-  if (a.weight == nullptr) return absl::InvalidArgumentError("rmsnorm: weight is null");
-  if (a.y == nullptr) return absl::InvalidArgumentError("rmsnorm: y is null");
-  if (a.rows <= 0) return absl::InvalidArgumentError(absl::StrCat("rmsnorm: rows must be positive, got ", a.rows));
-  if (a.dim <= 0) return absl::InvalidArgumentError(absl::StrCat("rmsnorm: dim must be positive, got ", a.dim));
-  if (!(a.eps >= 0.0f) || a.eps - a.eps != 0.0f) {
-    return absl::InvalidArgumentError(absl::StrCat("rmsnorm: eps must be finite and >= 0, got ", a.eps));
-  }
-  if (a.residual != nullptr && static_cast<const void*>(a.residual) == static_cast<const void*>(a.x)) {
-    return absl::InvalidArgumentError("rmsnorm: residual must not alias x");
-  }
+  if (absl::Status shape = check_rmsnorm_shape(a); !shape.ok()) return shape;
   RmsParams p{a.x, a.residual, a.weight, a.y, a.rows, a.dim, a.eps, false};
   p.vec = a.dim % 8 == 0 && aligned16(a.x) && (a.residual == nullptr || aligned16(a.residual));
   const RowReducePlan plan = plan_row_reduce(ctx.mode, a.rows, a.dim, ctx.parallel_units);
