@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "harness/cli/commands.h"
+#include "harness/explain/explain.h"
 #include "harness/golden/golden_store.h"
 #include "harness/golden/json_fields.h"
 #include "harness/report/report.h"
@@ -30,11 +31,13 @@ std::string golden_file(const RunArgs& a, const Experiment& e) {
   return golden_path(dir, e.scenario.name, e.backend->id);
 }
 
-absl::Status write_outputs(const RunArgs& a, const Experiment& e) {
+absl::Status write_outputs(const RunArgs& a, const Experiment& e, const ExplainReport* explained = nullptr) {
   if (!a.json.empty())
     if (absl::Status s = write_results_file(e.results, a.json); !s.ok()) return s;
   if (!a.markdown.empty())
-    if (absl::Status s = write_file_atomically(a.markdown, format_markdown(e.results)); !s.ok()) return s;
+    if (absl::Status s = write_file_atomically(a.markdown, format_markdown(e.results, explained)); !s.ok()) return s;
+  if (!a.html.empty())
+    if (absl::Status s = write_file_atomically(a.html, format_html(e.results, explained)); !s.ok()) return s;
   if (!a.junit.empty())
     if (absl::Status s = write_file_atomically(a.junit, format_junit(e.results)); !s.ok()) return s;
   if (!a.trace.empty())
@@ -71,10 +74,20 @@ int verdict(const RunResults& r) {
 }  // namespace
 
 int run_command(const RunArgs& a) {
-  auto e = run_and_check(a, false, nullptr);
+  auto e = run_and_check(a, a.explain, nullptr);
   if (!e.ok()) return input_error(std::string(e.status().message()));
   std::cout << format_table(e->results);
-  if (absl::Status s = write_outputs(a, *e); !s.ok()) return input_error(std::string(s.message()));
+  std::optional<ExplainReport> explained;
+  if (a.explain) {
+    ExplainOptions options;
+    options.max_forks = a.max_forks;
+    auto report = explain_run(e->trace(), e->results, e->model, *e->backend, options);
+    if (!report.ok()) return input_error(std::string(report.status().message()));
+    explained = std::move(*report);
+    std::cout << format_explain_report(*explained);
+  }
+  if (absl::Status s = write_outputs(a, *e, explained ? &*explained : nullptr); !s.ok())
+    return input_error(std::string(s.message()));
   return verdict(e->results);
 }
 

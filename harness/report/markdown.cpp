@@ -15,7 +15,7 @@ std::string position(int p) { return p < 0 ? "-" : absl::StrCat(p); }
 
 }  // namespace
 
-std::string format_markdown(const RunResults& r) {
+std::string format_markdown(const RunResults& r, const ExplainReport* explained) {
   bool all_pass = true;
   for (const auto& m : r.modes) all_pass = all_pass && mode_passes(m);
   std::string out = absl::StrFormat("# samebits: %s %s\n\n", r.scenario_name, all_pass ? "passed" : "FAILED");
@@ -42,6 +42,12 @@ std::string format_markdown(const RunResults& r) {
                              cell(g.text_main), cell(g.text_this));
     }
     if (m.groups.size() > 21) out += absl::StrFormat("\n%d more completions not shown.\n", int(m.groups.size()) - 21);
+    if (m.groups.size() > 1) out += "\nFork tree:\n\n```\n" + absl::StrReplaceAll(format_fork_tree(m), {{"`", "'"}}) + "```\n";
+    const ModeExplanation* why = explained ? explained->find(m.mode) : nullptr;
+    if (why && !why->items.empty()) {
+      out += "\nWhy did it fork (`samebits explain`):\n\n";
+      for (const Explanation& e : why->items) out += "- " + cell(explain_line(e)) + "\n";
+    }
   }
   return out;
 }

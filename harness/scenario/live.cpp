@@ -132,7 +132,7 @@ bool same_schedule(const StepRecord& a, const StepRecord& b) {
 }  // namespace
 
 absl::StatusOr<ModeRun> replay_run(const Trace& trace, const TraceRun& run, const ModelSource& model,
-                                   const Backend& backend) {
+                                   const Backend& backend, const ReplayHooks* hooks) {
   using namespace runner_detail;
   if (model.weights_digest != trace.weights_digest)
     return absl::InvalidArgumentError("the model's weights digest " + digest_hex(model.weights_digest) +
@@ -144,6 +144,7 @@ absl::StatusOr<ModeRun> replay_run(const Trace& trace, const TraceRun& run, cons
   if (!session_or.ok()) return session_or.status();
   Session& session = **session_or;
   Engine& engine = *session.engine;
+  if (hooks && hooks->op_observer) session.model->set_op_observer(hooks->op_observer);
 
   std::vector<const Arrival*> by_id(session.sample_of_id.size(), nullptr);
   for (const Arrival& a : trace.requests) by_id[size_t(a.spec.id)] = &a;
@@ -163,10 +164,12 @@ absl::StatusOr<ModeRun> replay_run(const Trace& trace, const TraceRun& run, cons
   };
   for (size_t k = 0; k < run.records.size(); ++k) {
     if (absl::Status s = submit_until(int64_t(k)); !s.ok()) return s;
+    if (hooks && hooks->before_step) hooks->before_step(k, run.records[k]);
     if (absl::Status s = run_step(session, &run.records[k], &out, /*keep_records=*/true); !s.ok())
       return absl::Status(s.code(), absl::StrCat("replay of step ", k, ": ", s.message()));
     if (!same_schedule(out.records.back(), run.records[k]))
       return absl::InternalError(absl::StrCat("replay of step ", k, " ran a different schedule than the trace records"));
+    if (hooks && hooks->stop_after && hooks->stop_after(k)) return out;
   }
   if (absl::Status s = submit_until(INT64_MAX); !s.ok()) return s;
   if (engine.has_unfinished()) return absl::InvalidArgumentError("the trace ends while requests are still running");

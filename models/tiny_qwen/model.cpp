@@ -63,6 +63,15 @@ struct Model::Impl {
   Scratch scratch;
   std::vector<uint8_t> meta_host;
   int64_t last_logit_rows = -1;
+  OpObserver observer;  // optional (explain); empty in normal runs
+
+  // Hands one op's output to the observer, after the backend finished it.
+  absl::Status observe(const ExecContext& ctx, int layer, ModelOp op, const void* data, int64_t rows, int64_t cols,
+                       bool fp32, std::string plan, const AttentionPlan* attention_plan = nullptr) const {
+    SAMEBITS_RETURN_IF_ERROR(backend->synchronize(ctx));
+    observer(OpOutput{layer, op, data, rows, cols, fp32, std::move(plan), attention_plan});
+    return absl::OkStatus();
+  }
 
   bf16* k_cache(int layer) const { return kv_cache.as<bf16>() + (2 * int64_t(layer)) * kv_layer_elems(); }
   bf16* v_cache(int layer) const { return kv_cache.as<bf16>() + (2 * int64_t(layer) + 1) * kv_layer_elems(); }
@@ -111,42 +120,57 @@ absl::Status Model::Impl::run_layers(const ExecContext& ctx, const ForwardBatch&
   const AttentionPlan plan = plan_attention(ctx.mode, num_seqs, c.num_kv_heads, max_context, ctx.parallel_units);
   const float scale = float(1.0 / std::sqrt(double(c.head_dim)));
 
-  auto linear = [&](const bf16* x, const bf16* w, const bf16* bias, int64_t N, int64_t K, bf16* y) {
+  // Per-token outputs to the observer, if any; `plan` is only evaluated when one is set.
+  auto seen = [&](int layer, ModelOp op, const bf16* y, int64_t cols, auto plan) -> absl::Status {
+    if (!observer) return absl::OkStatus();
+    return observe(ctx, layer, op, y, T, cols, false, plan());
+  };
+  auto no_plan = [] { return std::string(); };
+  auto linear = [&](int layer, ModelOp op, const bf16* x, const bf16* w, const bf16* bias, int64_t N, int64_t K,
+                    bf16* y) -> absl::Status {
     LinearArgs a;
     a.x = x, a.w = w, a.bias = bias, a.M = T, a.N = N, a.K = K, a.y = y;
-    return b.linear(ctx, a);
+    SAMEBITS_RETURN_IF_ERROR(b.linear(ctx, a));
+    return seen(layer, op, y, N, [&] { return plan_matmul(ctx.mode, T, N, K, ctx.parallel_units).describe(); });
   };
-  auto rmsnorm = [&](const bf16* x, bf16* residual, const bf16* weight, int64_t rows, int64_t dim, bf16* y) {
+  auto rmsnorm = [&](int layer, ModelOp op, const bf16* x, bf16* residual, const bf16* weight, int64_t rows,
+                     int64_t dim, bf16* y) -> absl::Status {
     RmsNormArgs a;
     a.x = x, a.residual = residual, a.weight = weight, a.rows = rows, a.dim = dim, a.eps = c.rms_norm_eps, a.y = y;
-    return b.rmsnorm(ctx, a);
+    SAMEBITS_RETURN_IF_ERROR(b.rmsnorm(ctx, a));
+    if (residual != nullptr) SAMEBITS_RETURN_IF_ERROR(seen(layer, op == ModelOp::kPostNorm ? ModelOp::kResidual : ModelOp::kResidualIn, residual, dim, no_plan));
+    return seen(layer, op, y, rows == T ? dim : dim * rows / T,
+                [&] { return plan_row_reduce(ctx.mode, rows, dim, ctx.parallel_units).describe(); });
   };
 
   EmbeddingArgs embed;
   embed.ids = d_tokens, embed.T = T, embed.table = weights.embed_tokens, embed.vocab = c.vocab_size, embed.dim = H;
   embed.y = resid;
   SAMEBITS_RETURN_IF_ERROR(b.embedding(ctx, embed));
+  SAMEBITS_RETURN_IF_ERROR(seen(-1, ModelOp::kEmbedding, resid, H, no_plan));
 
   for (int l = 0; l < c.num_layers; ++l) {
     const LayerWeights& w = weights.layers[size_t(l)];
     // Layer 0 normalises the embeddings; later layers first add the previous MLP output.
     if (l == 0) {
-      SAMEBITS_RETURN_IF_ERROR(rmsnorm(resid, nullptr, w.input_norm, T, H, normed));
+      SAMEBITS_RETURN_IF_ERROR(rmsnorm(l, ModelOp::kInputNorm, resid, nullptr, w.input_norm, T, H, normed));
     } else {
-      SAMEBITS_RETURN_IF_ERROR(rmsnorm(delta, resid, w.input_norm, T, H, normed));
+      SAMEBITS_RETURN_IF_ERROR(rmsnorm(l, ModelOp::kInputNorm, delta, resid, w.input_norm, T, H, normed));
     }
-    SAMEBITS_RETURN_IF_ERROR(linear(normed, w.q_proj, w.q_bias, q_dim, H, q));
-    SAMEBITS_RETURN_IF_ERROR(linear(normed, w.k_proj, w.k_bias, kv_dim, H, k));
-    SAMEBITS_RETURN_IF_ERROR(linear(normed, w.v_proj, w.v_bias, kv_dim, H, v));
+    SAMEBITS_RETURN_IF_ERROR(linear(l, ModelOp::kQProj, normed, w.q_proj, w.q_bias, q_dim, H, q));
+    SAMEBITS_RETURN_IF_ERROR(linear(l, ModelOp::kKProj, normed, w.k_proj, w.k_bias, kv_dim, H, k));
+    SAMEBITS_RETURN_IF_ERROR(linear(l, ModelOp::kVProj, normed, w.v_proj, w.v_bias, kv_dim, H, v));
     if (c.qk_norm) {
-      SAMEBITS_RETURN_IF_ERROR(rmsnorm(q, nullptr, w.q_norm, T * c.num_heads, c.head_dim, q));
-      SAMEBITS_RETURN_IF_ERROR(rmsnorm(k, nullptr, w.k_norm, T * c.num_kv_heads, c.head_dim, k));
+      SAMEBITS_RETURN_IF_ERROR(rmsnorm(l, ModelOp::kQNorm, q, nullptr, w.q_norm, T * c.num_heads, c.head_dim, q));
+      SAMEBITS_RETURN_IF_ERROR(rmsnorm(l, ModelOp::kKNorm, k, nullptr, w.k_norm, T * c.num_kv_heads, c.head_dim, k));
     }
     RopeArgs rope;
     rope.q = q, rope.k = k, rope.positions = d_positions, rope.T = T;
     rope.num_q_heads = c.num_heads, rope.num_kv_heads = c.num_kv_heads, rope.head_dim = c.head_dim;
     rope.table = rope_table.as<float>(), rope.max_position = c.max_position_embeddings;
     SAMEBITS_RETURN_IF_ERROR(b.rope(ctx, rope));
+    SAMEBITS_RETURN_IF_ERROR(seen(l, ModelOp::kRopeQ, q, q_dim, no_plan));
+    SAMEBITS_RETURN_IF_ERROR(seen(l, ModelOp::kRopeK, k, kv_dim, no_plan));
 
     KvWriteArgs write;
     write.k = k, write.v = v, write.slot_mapping = d_slots, write.T = T;
@@ -163,17 +187,19 @@ absl::Status Model::Impl::run_layers(const ExecContext& ctx, const ForwardBatch&
     at.num_q_heads = c.num_heads, at.num_kv_heads = c.num_kv_heads, at.head_dim = c.head_dim;
     at.block_size = kv.block_size, at.num_blocks = kv.num_blocks, at.scale = scale, at.plan = plan, at.out = attn;
     SAMEBITS_RETURN_IF_ERROR(b.attention(ctx, at));
+    if (observer) SAMEBITS_RETURN_IF_ERROR(observe(ctx, l, ModelOp::kAttention, attn, T, q_dim, false, plan.describe(), &plan));
 
-    SAMEBITS_RETURN_IF_ERROR(linear(attn, w.o_proj, nullptr, H, q_dim, delta));
-    SAMEBITS_RETURN_IF_ERROR(rmsnorm(delta, resid, w.post_attention_norm, T, H, normed));
-    SAMEBITS_RETURN_IF_ERROR(linear(normed, w.gate_proj, nullptr, I, H, s.gate.as<bf16>()));
-    SAMEBITS_RETURN_IF_ERROR(linear(normed, w.up_proj, nullptr, I, H, s.up.as<bf16>()));
+    SAMEBITS_RETURN_IF_ERROR(linear(l, ModelOp::kOProj, attn, w.o_proj, nullptr, H, q_dim, delta));
+    SAMEBITS_RETURN_IF_ERROR(rmsnorm(l, ModelOp::kPostNorm, delta, resid, w.post_attention_norm, T, H, normed));
+    SAMEBITS_RETURN_IF_ERROR(linear(l, ModelOp::kGateProj, normed, w.gate_proj, nullptr, I, H, s.gate.as<bf16>()));
+    SAMEBITS_RETURN_IF_ERROR(linear(l, ModelOp::kUpProj, normed, w.up_proj, nullptr, I, H, s.up.as<bf16>()));
     SiluMulArgs act;
     act.gate = s.gate.as<bf16>(), act.up = s.up.as<bf16>(), act.T = T, act.F = I, act.y = s.act.as<bf16>();
     SAMEBITS_RETURN_IF_ERROR(b.silu_mul(ctx, act));
-    SAMEBITS_RETURN_IF_ERROR(linear(s.act.as<bf16>(), w.down_proj, nullptr, H, I, delta));
+    SAMEBITS_RETURN_IF_ERROR(seen(l, ModelOp::kSiluMul, s.act.as<bf16>(), I, no_plan));
+    SAMEBITS_RETURN_IF_ERROR(linear(l, ModelOp::kDownProj, s.act.as<bf16>(), w.down_proj, nullptr, H, I, delta));
   }
-  return rmsnorm(delta, resid, weights.final_norm, T, H, normed);
+  return rmsnorm(c.num_layers, ModelOp::kFinalNorm, delta, resid, weights.final_norm, T, H, normed);
 }
 
 Model::Model() : impl_(std::make_unique<Impl>()) {}
@@ -279,6 +305,10 @@ absl::Status Model::forward(const ExecContext& ctx, const ForwardBatch& batch, s
   head.x = m.scratch.gathered.as<bf16>(), head.w = m.weights.lm_head, head.M = R, head.N = m.config.vocab_size;
   head.K = m.config.hidden_size, head.y_f32 = m.scratch.logits.as<float>();
   SAMEBITS_RETURN_IF_ERROR(b.linear(ctx, head));
+  if (m.observer) {
+    SAMEBITS_RETURN_IF_ERROR(m.observe(ctx, m.config.num_layers, ModelOp::kLogits, head.y_f32, R, head.N, true,
+                                       plan_matmul(ctx.mode, R, head.N, head.K, ctx.parallel_units).describe()));
+  }
   SAMEBITS_RETURN_IF_ERROR(b.synchronize(ctx));
   SAMEBITS_RETURN_IF_ERROR(b.download(logits->data(), m.scratch.logits.as<void>(), logits->size() * sizeof(float)));
   m.last_logit_rows = R;
@@ -299,6 +329,34 @@ absl::Status Model::sample(const ExecContext& ctx, std::span<const SamplingRow> 
   SAMEBITS_RETURN_IF_ERROR(m.backend->sample(ctx, a));
   SAMEBITS_RETURN_IF_ERROR(m.backend->synchronize(ctx));
   return m.backend->download(tokens->data(), a.out, rows.size() * sizeof(int32_t));
+}
+
+void Model::set_op_observer(OpObserver observer) { impl_->observer = std::move(observer); }
+
+const char* model_op_name(ModelOp op) {
+  switch (op) {
+    case ModelOp::kEmbedding: return "embedding";
+    case ModelOp::kResidualIn: return "residual_in";
+    case ModelOp::kInputNorm: return "input_norm";
+    case ModelOp::kQProj: return "q_proj";
+    case ModelOp::kKProj: return "k_proj";
+    case ModelOp::kVProj: return "v_proj";
+    case ModelOp::kQNorm: return "q_norm";
+    case ModelOp::kKNorm: return "k_norm";
+    case ModelOp::kRopeQ: return "rope_q";
+    case ModelOp::kRopeK: return "rope_k";
+    case ModelOp::kAttention: return "attention";
+    case ModelOp::kOProj: return "o_proj";
+    case ModelOp::kResidual: return "residual";
+    case ModelOp::kPostNorm: return "post_attention_norm";
+    case ModelOp::kGateProj: return "gate_proj";
+    case ModelOp::kUpProj: return "up_proj";
+    case ModelOp::kSiluMul: return "silu_mul";
+    case ModelOp::kDownProj: return "down_proj";
+    case ModelOp::kFinalNorm: return "final_norm";
+    case ModelOp::kLogits: return "logits";
+  }
+  return "unknown";
 }
 
 const ModelConfig& Model::config() const { return impl_->config; }

@@ -10,6 +10,7 @@
 #include "absl/status/statusor.h"
 #include "kernels/backend.h"
 #include "models/tiny_qwen/config.h"
+#include "models/tiny_qwen/op_observer.h"
 #include "models/tiny_qwen/weights.h"
 
 namespace samebits {
@@ -49,6 +50,9 @@ class Model {
   // One token per logit row of the last forward(), drawn by the backend's sample op from the
   // logits still in backend memory. rows.size() must equal that forward's logit_rows.size().
   absl::Status sample(const ExecContext& ctx, std::span<const SamplingRow> rows, std::vector<int32_t>* tokens);
+
+  // Every later forward() reports each op's output to `observer` (empty: none, the default).
+  void set_op_observer(OpObserver observer);
 
   const ModelConfig& config() const;
   const Backend& backend() const;

@@ -1,0 +1,114 @@
+// explain: the forks of a results file, localised op by op. The schedules come from the run's trace
+// when given, else from running the scenario again (a seeded schedule is the same every run; the
+// re-run's digests are checked against the results file).
+#include <cstdio>
+#include <iostream>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "harness/cli/commands.h"
+#include "harness/explain/explain.h"
+#include "harness/golden/digest.h"
+#include "harness/golden/json_fields.h"
+#include "harness/report/report.h"
+
+namespace samebits::cli {
+namespace {
+
+// Samples whose logit stream differs between the file and the re-run or trace; -1 when none.
+int first_mismatch(const ModeResult& m, const std::vector<uint64_t>& digests) {
+  if (digests.size() != m.per_sample.size()) return 0;
+  for (const SampleSummary& s : m.per_sample)
+    if (m.streams[size_t(s.stream)].digest != digests[size_t(s.sample)]) return s.sample;
+  return -1;
+}
+
+// The modes of `results` that diverged (the others need no replay).
+std::vector<Mode> diverged_modes(const RunResults& results) {
+  std::vector<Mode> modes;
+  for (const ModeResult& m : results.modes)
+    if (m.unique_logit_streams() > 1 || m.unique_completions() > 1) modes.push_back(m.mode);
+  return modes;
+}
+
+}  // namespace
+
+int explain_command(const ExplainArgs& a) {
+  auto results = read_results_file(a.results);
+  if (!results.ok()) return input_error(std::string(results.status().message()));
+  RunResults& r = *results;
+
+  Trace trace;
+  ModelSource model;
+  const Backend* backend = nullptr;
+  std::string why;
+  if (!a.trace.empty()) {
+    auto t = read_trace(a.trace);
+    if (!t.ok()) return input_error(std::string(t.status().message()));
+    trace = std::move(*t);
+    if (trace.scenario_hash != r.scenario_hash || trace.weights_digest != r.weights_digest)
+      return input_error(absl::StrCat(a.trace, ": not the trace of ", a.results, " (scenario or weights differ)"));
+    backend = find_backend(trace.backend, &why);
+    if (!backend) return input_error(absl::StrCat(a.trace, ": backend ", trace.backend, ": ", why));
+    auto m = resolve_model(trace.model_spec);
+    if (!m.ok()) return input_error(std::string(m.status().message()));
+    model = std::move(*m);
+  } else {
+    if (r.live) return input_error(absl::StrCat(a.results, ": live: a live run's schedule cannot be re-run; pass its --trace"));
+    ExperimentOptions o;
+    o.backend = absl::StartsWith(r.backend_id, "cuda") ? "cuda" : r.backend_id;
+    o.modes = diverged_modes(r);
+    o.samples = r.samples;
+    o.model = r.model_spec;
+    o.threads = a.threads;
+    o.keep_records = true;
+    o.progress = ProgressLine::stderr_is_terminal();
+    if (o.modes.empty()) {
+      std::printf("%s: every mode gave one completion and one logit stream: nothing to explain\n", a.results.c_str());
+      return kExitPass;
+    }
+    auto sc = load_with_overrides(r.scenario_file, o);
+    if (!sc.ok()) return input_error(std::string(sc.status().message()));
+    if (sc->file_hash != r.scenario_hash)
+      return input_error(absl::StrCat(a.results, ": scenario.hash: ", digest_hex(r.scenario_hash), " but ", r.scenario_file,
+                                      " now hashes to ", digest_hex(sc->file_hash), " (the scenario changed since the run)"));
+    std::fprintf(stderr, "explain: running %s again to recover its schedules (or pass --trace)\n", r.scenario_file.c_str());
+    auto e = run_experiment(r.scenario_file, o);
+    if (!e.ok()) return input_error(std::string(e.status().message()));
+    if (e->model.weights_digest != r.weights_digest)
+      return input_error(absl::StrCat(a.results, ": model.weights_digest: ", digest_hex(r.weights_digest), " but the model now has ",
+                                      digest_hex(e->model.weights_digest)));
+    trace = e->trace();
+    model = std::move(e->model);
+    backend = e->backend;
+  }
+  if (backend->id != r.backend_id)
+    return input_error(absl::StrCat(a.results, ": backend.id: ", r.backend_id, " but this machine's backend is ", backend->id));
+
+  // Explain what the file holds; if the replayed digests differ, say so (the bits moved since).
+  RunResults wanted = r;
+  wanted.modes.clear();
+  for (const ModeResult& m : r.modes) {
+    const TraceRun* run = nullptr;
+    for (const TraceRun& t : trace.runs)
+      if (t.mode == m.mode) run = &t;
+    if (!run) continue;
+    if (const int s = first_mismatch(m, run->digests); s >= 0)
+      std::fprintf(stderr, "explain: warning: %s mode: sample %d's digests differ between %s and the schedule replayed now\n",
+                   std::string(mode_name(m.mode)).c_str(), s, a.results.c_str());
+    wanted.modes.push_back(m);
+  }
+  ExplainOptions options;
+  options.max_forks = a.max_forks;
+  auto report = explain_run(trace, wanted, model, *backend, options);
+  if (!report.ok()) return input_error(std::string(report.status().message()));
+  std::cout << format_explain_report(*report);
+  if (!a.markdown.empty())
+    if (absl::Status s = write_file_atomically(a.markdown, format_markdown(r, &*report)); !s.ok())
+      return input_error(std::string(s.message()));
+  if (!a.html.empty())
+    if (absl::Status s = write_file_atomically(a.html, format_html(r, &*report)); !s.ok()) return input_error(std::string(s.message()));
+  return kExitPass;
+}
+
+}  // namespace samebits::cli
