@@ -15,6 +15,7 @@ struct RunArgs {
   std::string scenario;
   std::string mode = "";  // default | invariant | both; "" = the scenario's modes
   ExperimentOptions options;
+  bool progress = true;  // a progress line per mode on stderr where one belongs (a terminal, not CI)
   std::string json, markdown, junit, trace, html;
   bool explain = false;  // run: localise every fork after the run (samebits explain)
   int max_forks = 8;
@@ -36,6 +37,9 @@ struct ExplainArgs {
   int max_forks = 8;
 };
 int explain_command(const ExplainArgs& args);
+
+// One ProgressLine per mode on stderr, cleared when the mode ends.
+ProgressCallback progress_on_stderr();
 
 // Prints "samebits: error: <message>" on stderr and returns kExitInputError.
 int input_error(const std::string& message);

@@ -62,7 +62,7 @@ int explain_command(const ExplainArgs& a) {
     o.model = r.model_spec;
     o.threads = a.threads;
     o.keep_records = true;
-    o.progress = ProgressLine::stderr_is_terminal();
+    if (ProgressLine::wanted_on_stderr()) o.progress = progress_on_stderr();
     if (o.modes.empty()) {
       std::printf("%s: every mode gave one completion and one logit stream: nothing to explain\n", a.results.c_str());
       return kExitPass;

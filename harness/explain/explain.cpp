@@ -87,11 +87,6 @@ TopTwo top_two_of(const CapturedRow& row) {
   return top_two(v.data(), int64_t(v.size()));
 }
 
-std::string layer_name(int layer, int num_layers) {
-  if (layer < 0) return "embedding";
-  if (layer >= num_layers) return "final";
-  return absl::StrCat("layer ", layer);
-}
 
 // Fills e from the two captures: first difference, its plans, growth, top-2 at the fork token.
 void compare_captures(const Capture& main, const Capture& other, int num_layers, Explanation* e) {
@@ -141,11 +136,13 @@ void compare_captures(const Capture& main, const Capture& other, int num_layers,
     if (d) *d = compare_rows(x->second, y->second);
     return x->second.bytes != y->second.bytes;
   };
-  // The first op of (position, layer) whose output differs, or "".
+  // The first op of (position, layer) whose output differs, or "" (the residual entering the layer
+  // is the previous layer's output, not one of this layer's ops).
   auto first_in_layer = [&](int position, int stored_layer) -> std::string {
     for (auto it = main.rows.lower_bound({position, stored_layer, 0});
          it != main.rows.end() && std::get<0>(it->first) == position && std::get<1>(it->first) == stored_layer; ++it)
-      if (differs(it->first, nullptr)) return model_op_name(ModelOp(std::get<2>(it->first)));
+      if (std::get<2>(it->first) != int(ModelOp::kResidualIn) && differs(it->first, nullptr))
+        return model_op_name(ModelOp(std::get<2>(it->first)));
     return "";
   };
   if (growth_position >= 0) {
@@ -283,11 +280,17 @@ absl::StatusOr<ModeExplanation> explain_mode(const Trace& trace, const TraceRun&
                             " logit stream(s): nothing diverged, nothing to explain");
     return out;
   }
+  if (absl::Status s = explain_pairs(trace, run, model, backend, &out.items); !s.ok()) return s;
+  return out;
+}
+
+absl::Status explain_pairs(const Trace& trace, const TraceRun& run, const ModelSource& model, const Backend& backend,
+                           std::vector<Explanation>* pairs) {
   std::map<int, uint64_t> request_of_sample;
   for (const Arrival& a : trace.requests)
     if (a.sample >= 0) request_of_sample[a.sample] = a.spec.id;
   std::map<uint64_t, Capture> captures;
-  for (Explanation& e : out.items) {
+  for (Explanation& e : *pairs) {
     e.main_request = request_of_sample[e.main_sample];
     e.other_request = request_of_sample[e.other_sample];
     for (const Arrival& a : trace.requests)
@@ -337,7 +340,11 @@ absl::StatusOr<ModeExplanation> explain_mode(const Trace& trace, const TraceRun&
         row.fp32 = o.fp32;
         row.engine_step = current_step;
         row.plan = o.plan;
-        if (o.attention_plan) row.plan += absl::StrCat(" -> ", num_splits(*o.attention_plan, position + 1), " split(s) for this query");
+        if (o.attention_plan) {
+          row.plan += absl::StrCat(" -> ", num_splits(*o.attention_plan, position + 1), " split(s) for this query");
+          if (o.attention_plan->separate_new_keys && p.start > 0)
+            row.plan += absl::StrCat(", keys 0-", p.start - 1, " cached + ", p.start, "-", position, " new");
+        }
         // The first computation counts (a recompute after preemption is not compared).
         p.capture->rows.emplace(RowKey{position, o.layer + 1, int(o.op)}, std::move(row));
         p.capture->batch_of_position.emplace(position, BatchContext{current_step, batch_tokens, batch_sequences, p.start, p.tokens});
@@ -352,8 +359,8 @@ absl::StatusOr<ModeExplanation> explain_mode(const Trace& trace, const TraceRun&
   };
   auto replay = replay_run(trace, run, model, backend, &hooks);
   if (!replay.ok()) return replay.status();
-  for (Explanation& e : out.items) compare_captures(captures[e.main_request], captures[e.other_request], model.config.num_layers, &e);
-  return out;
+  for (Explanation& e : *pairs) compare_captures(captures[e.main_request], captures[e.other_request], model.config.num_layers, &e);
+  return absl::OkStatus();
 }
 
 absl::StatusOr<ExplainReport> explain_run(const Trace& trace, const RunResults& results, const ModelSource& model,

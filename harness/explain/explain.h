@@ -28,6 +28,11 @@ absl::StatusOr<ModeExplanation> explain_mode(const Trace& trace, const TraceRun&
                                              const ModelSource& model, const Backend& backend,
                                              const ExplainOptions& options);
 
+// The core of explain_mode, for pairs chosen by the caller (mode, main_sample, other_sample,
+// first_logit_step and top_step set): fills in the rest of each.
+absl::Status explain_pairs(const Trace& trace, const TraceRun& run, const ModelSource& model, const Backend& backend,
+                           std::vector<Explanation>* pairs);
+
 // Every mode of `results` that has something to explain, from the trace of the same run.
 absl::StatusOr<ExplainReport> explain_run(const Trace& trace, const RunResults& results, const ModelSource& model,
                                           const Backend& backend, const ExplainOptions& options);

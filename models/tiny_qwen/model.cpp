@@ -9,7 +9,9 @@
 //   x = down(silu(gate(h)) * up(h))
 // then h = rmsnorm(x + residual) (model.norm), the logit rows gathered (the embedding op used as a
 // row gather), logits = lm_head(rows) in fp32. Every op goes through the backend table with the
-// caller's ExecContext; nothing here depends on the backend or the mode.
+// caller's ExecContext; nothing here depends on the backend. The mode enters only through the
+// plans built here (plan_matmul, plan_row_reduce, plan_attention: kernels/plan.h), one per call,
+// from the shapes of this batch; the kernels execute them.
 #include "models/tiny_qwen/model.h"
 
 #include <cmath>
@@ -130,17 +132,21 @@ absl::Status Model::Impl::run_layers(const ExecContext& ctx, const ForwardBatch&
                     bf16* y) -> absl::Status {
     LinearArgs a;
     a.x = x, a.w = w, a.bias = bias, a.M = T, a.N = N, a.K = K, a.y = y;
+    a.plan = plan_matmul(ctx.mode, T, N, K, ctx.parallel_units);
     SAMEBITS_RETURN_IF_ERROR(b.linear(ctx, a));
-    return seen(layer, op, y, N, [&] { return plan_matmul(ctx.mode, T, N, K, ctx.parallel_units).describe(); });
+    return seen(layer, op, y, N, [&] { return a.plan.describe(); });
   };
   auto rmsnorm = [&](int layer, ModelOp op, const bf16* x, bf16* residual, const bf16* weight, int64_t rows,
                      int64_t dim, bf16* y) -> absl::Status {
     RmsNormArgs a;
     a.x = x, a.residual = residual, a.weight = weight, a.rows = rows, a.dim = dim, a.eps = c.rms_norm_eps, a.y = y;
+    a.plan = plan_row_reduce(ctx.mode, rows, dim, ctx.parallel_units);
     SAMEBITS_RETURN_IF_ERROR(b.rmsnorm(ctx, a));
-    if (residual != nullptr) SAMEBITS_RETURN_IF_ERROR(seen(layer, op == ModelOp::kPostNorm ? ModelOp::kResidual : ModelOp::kResidualIn, residual, dim, no_plan));
-    return seen(layer, op, y, rows == T ? dim : dim * rows / T,
-                [&] { return plan_row_reduce(ctx.mode, rows, dim, ctx.parallel_units).describe(); });
+    if (residual != nullptr) {
+      const ModelOp sum = op == ModelOp::kPostNorm ? ModelOp::kResidual : ModelOp::kResidualIn;
+      SAMEBITS_RETURN_IF_ERROR(seen(layer, sum, residual, dim, no_plan));
+    }
+    return seen(layer, op, y, dim * rows / T, [&] { return a.plan.describe(); });
   };
 
   EmbeddingArgs embed;
@@ -304,10 +310,11 @@ absl::Status Model::forward(const ExecContext& ctx, const ForwardBatch& batch, s
   LinearArgs head;
   head.x = m.scratch.gathered.as<bf16>(), head.w = m.weights.lm_head, head.M = R, head.N = m.config.vocab_size;
   head.K = m.config.hidden_size, head.y_f32 = m.scratch.logits.as<float>();
+  head.plan = plan_matmul(ctx.mode, R, head.N, head.K, ctx.parallel_units);
   SAMEBITS_RETURN_IF_ERROR(b.linear(ctx, head));
   if (m.observer) {
     SAMEBITS_RETURN_IF_ERROR(m.observe(ctx, m.config.num_layers, ModelOp::kLogits, head.y_f32, R, head.N, true,
-                                       plan_matmul(ctx.mode, R, head.N, head.K, ctx.parallel_units).describe()));
+                                       head.plan.describe()));
   }
   SAMEBITS_RETURN_IF_ERROR(b.synchronize(ctx));
   SAMEBITS_RETURN_IF_ERROR(b.download(logits->data(), m.scratch.logits.as<void>(), logits->size() * sizeof(float)));
