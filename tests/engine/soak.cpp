@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <ctime>
 #include <cstdio>
 #include <random>
 #include <vector>
@@ -90,6 +91,7 @@ SoakFigures run_soak(int64_t num_requests, uint64_t seed, int observe_every) {
   SoakFigures f;
   f.requests = num_requests;
   const auto start = std::chrono::steady_clock::now();
+  const std::clock_t cpu_start = std::clock();
   std::unique_ptr<Model> model = make_model(engine_test_config("tiny"), kNumBlocks, kBlockSize);
   std::vector<std::vector<int32_t>> prefixes;
   for (int i = 0; i < 6; ++i) prefixes.push_back(random_prompt(seed * 100 + uint64_t(i), 8 + 4 * i));
@@ -177,6 +179,7 @@ SoakFigures run_soak(int64_t num_requests, uint64_t seed, int observe_every) {
     f.observed_mismatch += d != digest || !o.error.empty();
   }
   f.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  f.cpu_seconds = double(std::clock() - cpu_start) / CLOCKS_PER_SEC;
   return f;
 }
 
@@ -193,10 +196,10 @@ void expect_soak_clean(const SoakFigures& f) {
   EXPECT_GT(f.eos + f.stop_sequence, 0);
   EXPECT_GT(f.observed, 0);
   EXPECT_EQ(f.observed_mismatch, 0);
-  std::printf("soak: %lld requests in %.1f s: %lld finished (%lld EOS, %lld stop sequence, %lld sampled), %lld rejected, "
+  std::printf("soak: %lld requests in %.1f s (%.1f s of CPU): %lld finished (%lld EOS, %lld stop sequence, %lld sampled), %lld rejected, "
               "%lld lost, %lld answered twice, %lld leaked blocks; %lld steps, %lld preemptions, %lld prefix-hit requests; "
               "%lld observed, %lld differ from their run alone; RSS %.1f MiB at 10%%, %.1f MiB at the end (growth %.1f MiB)\n",
-              (long long)f.requests, f.seconds, (long long)f.finished, (long long)f.eos, (long long)f.stop_sequence,
+              (long long)f.requests, f.seconds, f.cpu_seconds, (long long)f.finished, (long long)f.eos, (long long)f.stop_sequence,
               (long long)f.sampled, (long long)f.rejected, (long long)f.lost, (long long)f.answered_twice,
               (long long)f.leaked_blocks, (long long)f.steps, (long long)f.preemptions, (long long)f.prefix_hit_requests,
               (long long)f.observed, (long long)f.observed_mismatch, f.rss_warm_mib, f.rss_end_mib,

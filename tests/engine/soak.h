@@ -18,7 +18,7 @@ struct SoakFigures {
   int64_t steps = 0, preemptions = 0, prefix_hit_requests = 0, eos = 0, stop_sequence = 0, sampled = 0;
   int64_t observed = 0, observed_mismatch = 0, leaked_blocks = 0;
   std::map<std::string, int64_t> rejections_by_reason;  // the reason with its numbers blanked
-  double rss_warm_mib = 0, rss_end_mib = 0, seconds = 0;
+  double rss_warm_mib = 0, rss_end_mib = 0, seconds = 0, cpu_seconds = 0;
   std::string error;  // first engine error or invariant violation
 };
 
