@@ -103,11 +103,12 @@ int explain_command(const ExplainArgs& a) {
   auto report = explain_run(trace, wanted, model, *backend, options);
   if (!report.ok()) return input_error(std::string(report.status().message()));
   std::cout << format_explain_report(*report);
+  OutputFiles outputs;  // both or neither
   if (!a.markdown.empty())
-    if (absl::Status s = write_file_atomically(a.markdown, format_markdown(r, &*report)); !s.ok())
-      return input_error(std::string(s.message()));
+    if (absl::Status s = outputs.stage(a.markdown, format_markdown(r, &*report)); !s.ok()) return input_error(std::string(s.message()));
   if (!a.html.empty())
-    if (absl::Status s = write_file_atomically(a.html, format_html(r, &*report)); !s.ok()) return input_error(std::string(s.message()));
+    if (absl::Status s = outputs.stage(a.html, format_html(r, &*report)); !s.ok()) return input_error(std::string(s.message()));
+  if (absl::Status s = outputs.commit(); !s.ok()) return input_error(std::string(s.message()));
   return kExitPass;
 }
 
