@@ -501,23 +501,32 @@ void BpeTokenizer::encode_normalized(std::string_view text, std::vector<int32_t>
 
 // One pre-token: its bytes as single-byte tokens, then merges, lowest rank first, leftmost on ties.
 void BpeTokenizer::encode_piece(std::string_view piece, std::vector<int32_t>& ids) const {
-  if (piece.empty()) return;
+  const size_t n = piece.size();
+  if (n == 0) return;
   if (ignore_merges_) {
-    if (const auto it = vocab_.find(absl::string_view(piece.data(), piece.size())); it != vocab_.end()) {
+    if (const auto it = vocab_.find(absl::string_view(piece.data(), n)); it != vocab_.end()) {
       ids.push_back(it->second);
       return;
     }
   }
-  {
+  if (n == 1) {  // a lone byte (a space, a digit, punctuation): nothing to merge
+    ids.push_back(byte_ids_[static_cast<unsigned char>(piece[0])]);
+    return;
+  }
+  // Short pieces merge faster than a cache lookup costs.
+  const bool use_cache = cache_enabled_ && n > 3;
+  if (use_cache) {
     std::lock_guard<std::mutex> lock(cache_mutex_);
-    if (const auto it = cache_.find(absl::string_view(piece.data(), piece.size())); it != cache_.end()) {
+    if (const auto it = cache_.find(absl::string_view(piece.data(), n)); it != cache_.end()) {
       ids.insert(ids.end(), it->second.begin(), it->second.end());
       return;
     }
   }
-  const size_t n = piece.size();
-  std::vector<int32_t> sym(n), rank(n);  // rank[i]: merge rank of (sym[i], sym[i+1]), INT_MAX when none
-  std::vector<int32_t> merged(n);
+  // sym[i]: the i-th symbol; rank[i], merged[i]: the merge of (sym[i], sym[i+1]), INT_MAX when none.
+  thread_local std::vector<int32_t> sym, rank, merged;
+  sym.resize(n);
+  rank.resize(n);
+  merged.resize(n);
   for (size_t i = 0; i < n; ++i) sym[i] = byte_ids_[static_cast<unsigned char>(piece[i])];
   auto lookup = [&](size_t i) {
     const auto it = merges_.find((uint64_t(uint32_t(sym[i])) << 32) | uint32_t(sym[i + 1]));
@@ -536,19 +545,20 @@ void BpeTokenizer::encode_piece(std::string_view piece, std::vector<int32_t>& id
       if (rank[i] < rank[best]) best = i;
     if (rank[best] == INT_MAX) break;
     sym[best] = merged[best];
-    sym.erase(sym.begin() + long(best) + 1);
-    rank.erase(rank.begin() + long(best) + 1);
-    merged.erase(merged.begin() + long(best) + 1);
+    for (size_t i = best + 1; i + 1 < len; ++i) {  // close the gap
+      sym[i] = sym[i + 1];
+      rank[i] = rank[i + 1];
+      merged[i] = merged[i + 1];
+    }
     --len;
     if (best + 1 < len) lookup(best);
-    else rank[best] = INT_MAX;
     if (best > 0) lookup(best - 1);
   }
-  sym.resize(len);
-  ids.insert(ids.end(), sym.begin(), sym.end());
+  ids.insert(ids.end(), sym.begin(), sym.begin() + long(len));
+  if (!use_cache) return;
   std::lock_guard<std::mutex> lock(cache_mutex_);
   if (cache_.size() >= 100000) cache_.clear();
-  cache_.emplace(std::string(piece), std::move(sym));
+  cache_.emplace(std::string(piece), std::vector<int32_t>(sym.begin(), sym.begin() + long(len)));
 }
 
 }  // namespace samebits

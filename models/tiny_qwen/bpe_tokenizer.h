@@ -39,6 +39,9 @@ class BpeTokenizer final : public TextTokenizer {
   absl::StatusOr<ChatTemplate> chat_template() const override;
   std::string description() const override;
 
+  // Whether merged pieces are remembered across calls (on by default; off to measure the merges).
+  void set_piece_cache(bool enabled) { cache_enabled_ = enabled; }
+
   // transformers' tokenizer.decode(ids, skip_special_tokens=...): lossy UTF-8, unknown ids dropped.
   std::string decode(const std::vector<int32_t>& ids, bool skip_special) const;
 
@@ -77,6 +80,7 @@ class BpeTokenizer final : public TextTokenizer {
   std::string chat_error_;
   std::string dir_;
   // Pieces already merged (as the tokenizers library keeps one): prompts repeat words.
+  bool cache_enabled_ = true;
   mutable std::mutex cache_mutex_;
   mutable absl::flat_hash_map<std::string, std::vector<int32_t>> cache_;
 };
