@@ -80,6 +80,7 @@ absl::StatusOr<ModelSource> resolve_model(const std::string& spec) {
                                                        out.config.vocab_size));
       }
       out.tokenizer = std::shared_ptr<const TextTokenizer>(std::move(*bpe));
+      absl::StrAppend(&out.description, "; tokenizer: ", out.tokenizer->description());
     }
   }
   // Checkpoints without tokenizer.json (the built-in one, synthetic weights) read bytes after BOS 256.

@@ -16,6 +16,10 @@
    generation prompt and with each thinking setting.
 
 Writes <out>/tokenizer_cases.json and <out>/chat_cases.json. Deterministic (seeded).
+Needs tokenizers, transformers and torch (the H200 machine has them). The shipped fixtures came from
+  python3 make_tokenizer_fixtures.py --out OUT --template qwen3=QWEN3.jinja --template qwen2_5=QWEN25.jinja
+with the chat templates Qwen3 and Qwen2.5-Instruct ship in tokenizer_config.json (chat_cases.json
+holds both texts under "templates"); OUT/ckpt/* then goes to ../fixtures/bpe_checkpoint/.
 """
 import argparse
 import json
