@@ -9,10 +9,9 @@
 #include <algorithm>
 #include <climits>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include "absl/strings/str_cat.h"
+#include "common/input_file.h"
 #include "nlohmann/json.hpp"
 
 namespace samebits {
@@ -121,15 +120,9 @@ std::string clean_up_tokenization(std::string text) {
 }
 
 absl::StatusOr<json> read_json(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrCat(path, ": cannot be read"));
-  std::stringstream ss;
-  ss << in.rdbuf();
-  try {
-    return json::parse(ss.str());
-  } catch (const json::parse_error& e) {
-    return absl::InvalidArgumentError(absl::StrCat(path, ": not JSON (", e.what(), ")"));
-  }
+  json doc;
+  if (absl::Status s = read_json_input(path, &doc); !s.ok()) return s;
+  return doc;
 }
 
 std::string describe(const json& j) {
@@ -384,10 +377,7 @@ absl::Status BpeTokenizer::parse_config(const std::string& dir) {
   }
   const std::string jinja_path = (fs::path(dir) / "chat_template.jinja").string();
   if (fs::exists(jinja_path, ec)) {  // transformers' newer layout takes precedence
-    std::ifstream in(jinja_path, std::ios::binary);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    jinja = ss.str();
+    if (absl::Status s = read_input_file(jinja_path, kMaxTextInputBytes, &jinja); !s.ok()) return s;
     origin = jinja_path;
   }
   if (jinja.empty()) {
