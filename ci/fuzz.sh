@@ -18,7 +18,7 @@ case "$MODE" in
 esac
 TARGETS=(fuzz_scenario fuzz_golden fuzz_results fuzz_trace fuzz_hf_config fuzz_safetensors_header)
 # The HTTP request parser of `samebits serve`, once it exists.
-[[ -f fuzz/fuzz_http_request.cpp ]] && TARGETS+=(fuzz_http_request)
+[[ -f harness/serve/openai_request.h ]] && TARGETS+=(fuzz_http_request)
 
 mkdir -p "$OUT"
 cmake --preset fuzz >"$OUT/configure.log" 2>&1 && cmake --build --preset fuzz -j"$(nproc)" >"$OUT/build.log" 2>&1 || {
