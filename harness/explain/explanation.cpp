@@ -7,13 +7,14 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "harness/golden/results.h"
+#include "models/tiny_qwen/tokenizer.h"
 
 namespace samebits {
 namespace {
 
 std::string token_text(int32_t id) {
   if (id < 0) return "?";
-  std::string t = decode_text({id}, 0, 1);
+  std::string t = decode_text(ByteTokenizer(), {id}, 0, 1);  // byte-level, as report_text
   return absl::StrCat("'", absl::StrReplaceAll(t, {{"\n", "\\n"}}), "'");
 }
 

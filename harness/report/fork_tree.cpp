@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "harness/report/report.h"
+#include "models/tiny_qwen/tokenizer.h"
 
 namespace samebits {
 namespace {
@@ -55,12 +56,12 @@ void draw(const ModeResult& m, const ForkNode& n, const std::string& indent, boo
   if (root) {
     const int from = std::max(0, n.end - context);
     line += absl::StrCat(" share tokens 0-", n.end - 1, ": \"", from > 0 ? "…" : "",
-                         one_line(decode_text(tokens, size_t(from), size_t(n.end))), "\"");
+                         one_line(report_text(tokens, size_t(from), size_t(n.end))), "\"");
   } else if (n.begin >= int(tokens.size())) {
     line += absl::StrCat(" at token ", n.begin, ": (end of completion)");
   } else {
     const int to = std::min(n.end, n.begin + context);
-    line += absl::StrCat(" at token ", n.begin, ": \"", one_line(decode_text(tokens, size_t(n.begin), size_t(to))),
+    line += absl::StrCat(" at token ", n.begin, ": \"", one_line(report_text(tokens, size_t(n.begin), size_t(to))),
                          to < n.end ? "…" : "", "\"");
   }
   *out += line + "\n";
@@ -70,6 +71,10 @@ void draw(const ModeResult& m, const ForkNode& n, const std::string& indent, boo
 }
 
 }  // namespace
+
+std::string report_text(const std::vector<int32_t>& tokens, size_t begin, size_t end) {
+  return decode_text(ByteTokenizer(), tokens, begin, end);
+}
 
 ForkNode fork_tree(const ModeResult& m) {
   if (m.groups.empty()) return ForkNode{};

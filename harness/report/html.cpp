@@ -57,13 +57,13 @@ void fork_tree_html(const ModeResult& m, const ForkNode& n, bool root, std::stri
   if (root) {
     const int from = std::max(0, n.end - 60);
     *out += absl::StrCat(" <span class=\"at\">share tokens 0&ndash;", n.end - 1, "</span> ",
-                         shown((from > 0 ? "…" : "") + decode_text(tokens, size_t(from), size_t(n.end))));
+                         shown((from > 0 ? "…" : "") + report_text(tokens, size_t(from), size_t(n.end))));
   } else if (n.begin >= int(tokens.size())) {
     *out += absl::StrCat(" <span class=\"at\">at token ", n.begin, "</span> (end of completion)");
   } else {
     const int to = std::min(n.end, n.begin + 60);
     *out += absl::StrCat(" <span class=\"at\">at token ", n.begin, "</span> ",
-                         shown(decode_text(tokens, size_t(n.begin), size_t(to)) + (to < n.end ? "…" : "")));
+                         shown(report_text(tokens, size_t(n.begin), size_t(to)) + (to < n.end ? "…" : "")));
   }
   if (!n.children.empty()) {
     *out += "<ul>";
@@ -117,7 +117,7 @@ std::string difference_html(const ValueDifference& d) {
                          d.elements);
 }
 
-std::string token_html(int32_t id) { return id < 0 ? "?" : shown(decode_text({id}, 0, 1)); }
+std::string token_html(int32_t id) { return id < 0 ? "?" : shown(report_text({id}, 0, 1)); }
 
 void explain_html(const ModeExplanation& x, std::string* out) {
   if (x.items.empty()) {

@@ -30,6 +30,10 @@ struct ForkNode {
   std::vector<ForkNode> children;
 };
 ForkNode fork_tree(const ModeResult& mode);
+// Text of tokens[begin, end) for the fork tree and the explain output. The results carry whole
+// texts but not the tokenizer, so ranges are decoded as bytes: exact for the built-in byte-level
+// checkpoint; for a BPE checkpoint only the byte-valued ids show.
+std::string report_text(const std::vector<int32_t>& tokens, size_t begin, size_t end);
 // The tree as indented text lines, text around each split shortened to `context` characters.
 std::string format_fork_tree(const ModeResult& mode, int context = 32);
 std::string format_junit(const RunResults& results);
