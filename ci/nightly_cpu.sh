@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Nightly CPU gate: build, run `ctest -L determinism`, run the full Feynman experiment (1000
+# Nightly CPU gate: build, run `ctest -L "determinism|mutation"`, run the full Feynman experiment (1000
 # samples, both modes) and check it against golden/feynman/cpu.json. Writes into OUT (default
 # nightly-cpu/): JUnit XML (ctest's and samebits'), the Markdown summary, JSON results and logs.
 # Exit status: 0 when every step passed, else the first failing step's status.
@@ -11,7 +11,7 @@ source ci/step.sh
 
 step configure cmake --preset cpu || exit $status
 step build cmake --build --preset cpu -j2 || exit $status
-step determinism ctest --preset cpu -L determinism --output-junit "$PWD/$OUT/ctest_determinism.xml"
+step determinism ctest --preset cpu -L 'determinism|mutation' --output-junit "$PWD/$OUT/ctest_determinism.xml"
 SAMEBITS=./build/cpu/harness/samebits
 step feynman "$SAMEBITS" golden check scenarios/feynman.yaml --no-progress \
   --json "$OUT/feynman.json" --markdown "$OUT/feynman.md" --junit "$OUT/feynman.junit.xml"

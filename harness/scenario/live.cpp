@@ -134,13 +134,14 @@ bool same_schedule(const StepRecord& a, const StepRecord& b) {
 absl::StatusOr<ModeRun> replay_run(const Trace& trace, const TraceRun& run, const ModelSource& model,
                                    const Backend& backend) {
   using namespace runner_detail;
-  if (model.weights_digest != trace.weights_digest)
+  const RunIdentity& recorded = trace.identity;
+  if (model.weights_digest != recorded.model.weights_digest)
     return absl::InvalidArgumentError("the model's weights digest " + digest_hex(model.weights_digest) +
-                                      " differs from the trace's " + digest_hex(trace.weights_digest));
+                                      " differs from the trace's " + digest_hex(recorded.model.weights_digest));
   Scenario sc;
-  sc.engine = trace.engine;
-  const EngineConfig config = engine_config(sc, trace.threads, run.mode);
-  auto session_or = open_session(model, backend, config, trace.requests, trace.samples);
+  sc.engine = recorded.engine;
+  const EngineConfig config = engine_config(sc, recorded.threads, run.mode);
+  auto session_or = open_session(model, backend, config, trace.requests, recorded.samples);
   if (!session_or.ok()) return session_or.status();
   Session& session = **session_or;
   Engine& engine = *session.engine;
@@ -155,7 +156,7 @@ absl::StatusOr<ModeRun> replay_run(const Trace& trace, const TraceRun& run, cons
     for (; next < run.submitted.size() && run.submitted[next].engine_step <= engine_step; ++next) {
       const uint64_t id = run.submitted[next].request_id;
       if (id >= by_id.size() || !by_id[size_t(id)])
-        return absl::InvalidArgumentError(absl::StrCat(trace.scenario_file, ": trace names request ", id, ", which it does not hold"));
+        return absl::InvalidArgumentError(absl::StrCat(recorded.scenario.file, ": trace names request ", id, ", which it does not hold"));
       engine.add_request(by_id[size_t(id)]->spec);
       out.submitted.push_back(run.submitted[next]);
     }
