@@ -5,6 +5,7 @@
 # detection table), run the Feynman experiment on the CUDA backend and check
 # golden/feynman/<cuda id>.json (goldens are keyed by backend id: CPU and CUDA bits are not
 # promised equal; default-mode goldens also by device, see harness/golden/run_identity.h).
+# compute-sanitizer memcheck and racecheck run every gpu test binary.
 # Writes JUnit, Markdown and JSON into OUT (default nightly-gpu/).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -21,6 +22,19 @@ SAMEBITS=./build/cuda/harness/samebits
 if "$SAMEBITS" info | grep -q 'cuda: unavailable'; then
   echo "no CUDA device: the GPU gate cannot pass without one"; exit 1
 fi
+# compute-sanitizer over every gpu test: memcheck (out-of-bounds and misaligned device accesses,
+# leaks of device memory) and racecheck (shared-memory hazards). Each gpu test binary once per tool
+# (the tools slow kernels down 10-100x, so not per test case).
+SANITIZER="${CUDA_HOME:-/usr/local/cuda}/bin/compute-sanitizer"
+command -v compute-sanitizer >/dev/null && SANITIZER=compute-sanitizer
+for tool in memcheck racecheck; do
+  extra=(); [[ $tool == memcheck ]] && extra=(--leak-check full)
+  for bin in build/cuda/tests/gpu/gpu_tests; do
+    [[ -x $bin ]] || continue
+    step "sanitizer_${tool}_$(basename "$bin")" "$SANITIZER" --tool "$tool" "${extra[@]}" --error-exitcode 1 \
+      "$bin" --gtest_brief=1
+  done
+done
 step feynman_ci "$SAMEBITS" golden check scenarios/feynman_ci.yaml --backend cuda --no-progress \
   --json "$OUT/feynman_ci.json" --markdown "$OUT/feynman_ci.md" --junit "$OUT/feynman_ci.junit.xml"
 step feynman "$SAMEBITS" golden check scenarios/feynman.yaml --backend cuda --no-progress \

@@ -36,7 +36,8 @@ TraceRun trace_run_of(const ModeRun& run);
 
 nlohmann::json trace_to_json(const Trace& trace);
 absl::StatusOr<Trace> trace_from_json(const nlohmann::json& json, const std::string& file);
-absl::Status write_trace(const Trace& trace, const std::string& path);
+// Writes the file atomically, or, given `outputs`, stages it there (written when they commit).
+absl::Status write_trace(const Trace& trace, const std::string& path, OutputFiles* outputs = nullptr);
 absl::StatusOr<Trace> read_trace(const std::string& path);
 
 }  // namespace samebits

@@ -22,16 +22,18 @@ bool GateOutcome::caught() const {
   return names_step || unique_logit_streams > 1;
 }
 
+std::string source_root() {
+  const char* env = std::getenv("SAMEBITS_SOURCE_DIR");
+  return env != nullptr && *env != '\0' ? env : SAMEBITS_SOURCE_DIR;
+}
+
 GateOutcome run_gate(const Backend& backend, int threads) {
   const std::string name = "mutation-gate";
   register_backend(name, &backend);
   const std::string json = (std::filesystem::temp_directory_path() /
                             absl::StrCat("samebits_mutation_gate_", ::getpid(), ".json")).string();
   cli::RunArgs args;
-  // SAMEBITS_SOURCE_DIR in the environment: the source tree when the binary runs on another machine.
-  const char* env = std::getenv("SAMEBITS_SOURCE_DIR");
-  const std::string root = env != nullptr && *env != '\0' ? env : SAMEBITS_SOURCE_DIR;
-  args.scenario = root + "/scenarios/mutation.yaml";
+  args.scenario = source_root() + "/scenarios/mutation.yaml";
   args.mode = "invariant";
   args.options.backend = name;
   args.options.threads = threads;

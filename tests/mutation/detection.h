@@ -29,6 +29,10 @@ struct Detection {
   std::string sweep_detail, gate_detail;
 };
 
+// The source tree: $SAMEBITS_SOURCE_DIR when set (a binary run on another machine), else the
+// compile-time one.
+std::string source_root();
+
 // The gate on `backend` (registered under a test name; its id picks the golden file).
 GateOutcome run_gate(const Backend& backend, int threads);
 Detection detect(const Backend& real, const Mutant& mutant, int gate_threads);

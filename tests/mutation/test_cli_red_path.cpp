@@ -15,6 +15,7 @@
 #include "absl/strings/str_replace.h"
 #include "harness/cli/commands.h"
 #include "harness/golden/results.h"
+#include "tests/mutation/detection.h"
 #include "tests/mutation/mutants.h"
 
 namespace samebits::testing {
@@ -54,7 +55,7 @@ cli::RunArgs args_for(const std::string& scenario, const std::string& golden_dir
   return a;
 }
 
-std::string mutation_scenario() { return std::string(SAMEBITS_SOURCE_DIR) + "/scenarios/mutation.yaml"; }
+std::string mutation_scenario() { return source_root() + "/scenarios/mutation.yaml"; }
 
 // The mutation scenario in both modes, expecting default-mode divergence (the default).
 std::string both_modes_scenario(const Sandbox& box) {
@@ -84,7 +85,7 @@ TEST(CliRedPath, RunExitsOneWhenAPlantedSourceBreaksInvariance) {
 
 TEST(CliRedPath, GoldenCheckExitsOneAndNamesTheFirstDifferingStep) {
   Sandbox box("check");
-  const std::string golden_dir = std::string(SAMEBITS_SOURCE_DIR) + "/golden";
+  const std::string golden_dir = source_root() + "/golden";
   cli::RunArgs a = args_for(mutation_scenario(), golden_dir, "invariant", cpu_backend());
   EXPECT_EQ(cli::golden_check_command(a), cli::kExitPass);  // inverse
   a = args_for(mutation_scenario(), golden_dir, "invariant",
