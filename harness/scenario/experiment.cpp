@@ -18,10 +18,10 @@ absl::StatusOr<Scenario> load_with_overrides(const std::string& path, const Expe
   return sc;
 }
 
-RunResults make_results(const RunIdentity& identity, std::vector<ModeRun>& runs) {
+RunResults make_results(const RunIdentity& identity, const TextTokenizer& tokenizer, std::vector<ModeRun>& runs) {
   RunResults r;
   r.identity = identity;
-  for (ModeRun& run : runs) r.modes.push_back(analyze_mode(run.mode, run.targets, run.figures));
+  for (ModeRun& run : runs) r.modes.push_back(analyze_mode(run.mode, run.targets, run.figures, tokenizer));
   return r;
 }
 
@@ -36,7 +36,7 @@ absl::StatusOr<Experiment> run_experiment(const std::string& path, const Experim
   auto model = resolve_model(e.scenario.model);
   if (!model.ok()) return model.status();
   e.model = std::move(*model);
-  auto workload = generate_workload(e.scenario);
+  auto workload = generate_workload(e.scenario, *e.model.tokenizer);
   if (!workload.ok()) return workload.status();
   e.workload = std::move(*workload);
 
@@ -54,7 +54,7 @@ absl::StatusOr<Experiment> run_experiment(const std::string& path, const Experim
   }
   e.results = make_results(make_run_identity(e.scenario, e.model.description, e.model.weights_digest, *e.backend,
                                              e.workload.samples, o.threads, o.live),
-                           e.runs);
+                           *e.model.tokenizer, e.runs);
   return e;
 }
 
