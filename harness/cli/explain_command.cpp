@@ -46,20 +46,20 @@ int explain_command(const ExplainArgs& a) {
     auto t = read_trace(a.trace);
     if (!t.ok()) return input_error(std::string(t.status().message()));
     trace = std::move(*t);
-    if (trace.scenario_hash != r.scenario_hash || trace.weights_digest != r.weights_digest)
+    if (trace.identity.scenario.file_hash != r.identity.scenario.file_hash || trace.identity.model.weights_digest != r.identity.model.weights_digest)
       return input_error(absl::StrCat(a.trace, ": not the trace of ", a.results, " (scenario or weights differ)"));
-    backend = find_backend(trace.backend, &why);
-    if (!backend) return input_error(absl::StrCat(a.trace, ": backend ", trace.backend, ": ", why));
-    auto m = resolve_model(trace.model_spec);
+    backend = find_backend(trace.identity.backend.name, &why);
+    if (!backend) return input_error(absl::StrCat(a.trace, ": backend ", trace.identity.backend.name, ": ", why));
+    auto m = resolve_model(trace.identity.model.spec);
     if (!m.ok()) return input_error(std::string(m.status().message()));
     model = std::move(*m);
   } else {
-    if (r.live) return input_error(absl::StrCat(a.results, ": live: a live run's schedule cannot be re-run; pass its --trace"));
+    if (r.identity.live) return input_error(absl::StrCat(a.results, ": live: a live run's schedule cannot be re-run; pass its --trace"));
     ExperimentOptions o;
-    o.backend = absl::StartsWith(r.backend_id, "cuda") ? "cuda" : r.backend_id;
+    o.backend = r.identity.backend.name;
     o.modes = diverged_modes(r);
-    o.samples = r.samples;
-    o.model = r.model_spec;
+    o.samples = r.identity.samples;
+    o.model = r.identity.model.spec;
     o.threads = a.threads;
     o.keep_records = true;
     if (ProgressLine::wanted_on_stderr()) o.progress = progress_on_stderr();
@@ -67,23 +67,23 @@ int explain_command(const ExplainArgs& a) {
       std::printf("%s: every mode gave one completion and one logit stream: nothing to explain\n", a.results.c_str());
       return kExitPass;
     }
-    auto sc = load_with_overrides(r.scenario_file, o);
+    auto sc = load_with_overrides(r.identity.scenario.file, o);
     if (!sc.ok()) return input_error(std::string(sc.status().message()));
-    if (sc->file_hash != r.scenario_hash)
-      return input_error(absl::StrCat(a.results, ": scenario.hash: ", digest_hex(r.scenario_hash), " but ", r.scenario_file,
+    if (sc->file_hash != r.identity.scenario.file_hash)
+      return input_error(absl::StrCat(a.results, ": identity.scenario.file_hash: ", digest_hex(r.identity.scenario.file_hash), " but ", r.identity.scenario.file,
                                       " now hashes to ", digest_hex(sc->file_hash), " (the scenario changed since the run)"));
-    std::fprintf(stderr, "explain: running %s again to recover its schedules (or pass --trace)\n", r.scenario_file.c_str());
-    auto e = run_experiment(r.scenario_file, o);
+    std::fprintf(stderr, "explain: running %s again to recover its schedules (or pass --trace)\n", r.identity.scenario.file.c_str());
+    auto e = run_experiment(r.identity.scenario.file, o);
     if (!e.ok()) return input_error(std::string(e.status().message()));
-    if (e->model.weights_digest != r.weights_digest)
-      return input_error(absl::StrCat(a.results, ": model.weights_digest: ", digest_hex(r.weights_digest), " but the model now has ",
+    if (e->model.weights_digest != r.identity.model.weights_digest)
+      return input_error(absl::StrCat(a.results, ": identity.model.weights_digest: ", digest_hex(r.identity.model.weights_digest), " but the model now has ",
                                       digest_hex(e->model.weights_digest)));
     trace = e->trace();
     model = std::move(e->model);
     backend = e->backend;
   }
-  if (backend->id != r.backend_id)
-    return input_error(absl::StrCat(a.results, ": backend.id: ", r.backend_id, " but this machine's backend is ", backend->id));
+  if (backend->id != r.identity.backend.id)
+    return input_error(absl::StrCat(a.results, ": identity.backend.id: ", r.identity.backend.id, " but this machine's backend is ", backend->id));
 
   // Explain what the file holds; if the replayed digests differ, say so (the bits moved since).
   RunResults wanted = r;

@@ -1,11 +1,13 @@
 // The HTML report: one self-contained page (inline CSS and SVG; no script, no fetched resource), so
 // it opens from a CI artifact or a mail attachment and every number is text in the page.
 #include <algorithm>
+#include <functional>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "harness/golden/digest.h"
+#include "harness/golden/run_identity.h"
 #include "harness/report/report.h"
 
 namespace samebits {
@@ -157,11 +159,11 @@ std::string format_html(const RunResults& r, const ExplainReport* explained) {
   for (const auto& m : r.modes) all_pass = all_pass && mode_passes(m);
   std::string out = "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n";
   out += "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n";
-  out += absl::StrCat("<title>samebits: ", esc(r.scenario_name), "</title>\n<style>", kStyle, "</style></head><body>\n");
-  out += absl::StrFormat("<h1>samebits: %s <span class=\"verdict %s\">%s</span></h1>\n", esc(r.scenario_name),
+  out += absl::StrCat("<title>samebits: ", esc(r.identity.scenario.name), "</title>\n<style>", kStyle, "</style></head><body>\n");
+  out += absl::StrFormat("<h1>samebits: %s <span class=\"verdict %s\">%s</span></h1>\n", esc(r.identity.scenario.name),
                          all_pass ? "pass" : "fail", all_pass ? "passed" : "FAILED");
-  out += absl::StrFormat("<p>%d samples on backend <b>%s</b>, model <b>%s</b>, %s schedule.</p>\n", r.samples, esc(r.backend_id),
-                         esc(r.model_spec), r.live ? "live" : "seeded");
+  out += absl::StrFormat("<p>%d samples on backend <b>%s</b>, model <b>%s</b>, %s schedule.</p>\n", r.identity.samples, esc(r.identity.backend.id),
+                         esc(r.identity.model.spec), r.identity.live ? "live" : "seeded");
 
   out += "<h2>Summary</h2>\n<table><tr><th>mode</th><th>unique completions</th><th>unique logit streams</th>"
          "<th>first token divergence</th><th>first logit divergence</th><th>samples diverged (tokens / logits)</th>"
@@ -204,13 +206,15 @@ std::string format_html(const RunResults& r, const ExplainReport* explained) {
 
   out += "<h2>Run identity</h2>\n<dl class=\"id\">\n";
   auto item = [&](const std::string& k, const std::string& v) { out += "<dt>" + esc(k) + "</dt><dd>" + esc(v) + "</dd>\n"; };
-  item("scenario", absl::StrCat(r.scenario_name, " (", r.scenario_file, ", hash ", digest_hex(r.scenario_hash), ")"));
-  item("model", absl::StrCat(r.model_spec, ": ", r.model_description, " (weights ", digest_hex(r.weights_digest), ")"));
-  item("backend", absl::StrCat(r.backend_id, ": ", r.backend_description));
-  item("kernel set version", absl::StrCat(r.kernel_set_version));
-  item("samples", absl::StrCat(r.samples));
-  item("threads", r.threads > 0 ? absl::StrCat(r.threads) : "default");
-  item("schedule", r.live ? "live" : "seeded (simulated)");
+  // Every field of the run identity (harness/golden/run_identity.h), flattened.
+  std::function<void(const std::string&, const nlohmann::json&)> flatten = [&](const std::string& key, const nlohmann::json& v) {
+    if (v.is_object()) {
+      for (auto it = v.begin(); it != v.end(); ++it) flatten(key.empty() ? it.key() : key + "." + it.key(), it.value());
+    } else {
+      item(key, v.is_string() ? v.get<std::string>() : v.dump());
+    }
+  };
+  flatten("", identity_to_json(r.identity));
   for (const ModeResult& m : r.modes)
     item(std::string(mode_name(m.mode)) + " schedule digest", digest_hex(m.figures.schedule_digest));
   out += "</dl>\n</body></html>\n";
