@@ -28,6 +28,8 @@ void add_run_options(CLI::App* cmd, RunArgs* a, bool full) {
     cmd->add_option("--clients", a->options.clients, "Live client threads (default: the scenario's)")
         ->check(CLI::Range(1, 256));
   }
+  cmd->add_flag("--profile", a->options.profile,
+                 "Time every op on the backend's clock (CUDA events on a GPU) and report where the time went");
   cmd->add_flag_function("--no-progress", [a](int64_t) { a->options.progress = false; }, "No progress line on stderr");
 }
 

@@ -25,6 +25,7 @@ struct ExperimentOptions {
   int clients = 0;          // live client threads; 0 = the scenario's
   bool keep_records = false;
   bool progress = false;    // progress line on stderr
+  bool profile = false;     // per-op timing (RunFigures::op_times)
 };
 
 struct Experiment {

@@ -54,8 +54,11 @@ absl::StatusOr<ModelSource> resolve_model(const std::string& spec) {
       return absl::Status(config.status().code(), absl::StrCat("model '", spec, "': ", config.status().message()));
     }
     out.config = *config;
-    out.weights = synthetic_weights(out.config, seed);
+    out.synthetic = true;
+    out.synthetic_seed = seed;
+    out.weights_digest = synthetic_weights_digest(out.config, seed);
     out.description = absl::StrCat("synthetic: ", parts[1], " shape, seeded weights (seed ", seed, ")");
+    return out;
   } else {
     std::error_code ec;
     if (!std::filesystem::is_directory(spec, ec)) {
@@ -72,6 +75,11 @@ absl::StatusOr<ModelSource> resolve_model(const std::string& spec) {
   }
   out.weights_digest = out.weights.digest();
   return out;
+}
+
+absl::StatusOr<std::unique_ptr<Model>> build_model(const ModelSource& source, const Backend& backend, KvCacheShape kv) {
+  if (source.synthetic) return Model::create_synthetic(backend, source.config, source.synthetic_seed, kv);
+  return Model::create(backend, source.config, source.weights, kv);
 }
 
 }  // namespace samebits
