@@ -30,7 +30,7 @@ void add_run_options(CLI::App* cmd, RunArgs* a, bool full) {
   }
   cmd->add_flag("--profile", a->options.profile,
                  "Time every op on the backend's clock (CUDA events on a GPU) and report where the time went");
-  cmd->add_flag_function("--no-progress", [a](int64_t) { a->options.progress = false; }, "No progress line on stderr");
+  cmd->add_flag_function("--no-progress", [a](int64_t) { a->progress = false; }, "No progress line on stderr");
 }
 
 int main_impl(int argc, char** argv) {
@@ -38,7 +38,6 @@ int main_impl(int argc, char** argv) {
                "Exit codes: 0 pass, 1 divergence in invariant mode or golden mismatch, 2 usage or input error."};
   app.require_subcommand(1);
   RunArgs run_args, check_args, update_args;
-  for (RunArgs* a : {&run_args, &check_args, &update_args}) a->options.progress = true;
 
   CLI::App* run = app.add_subcommand("run", "Run a scenario in its modes, check goldens, print the comparison table");
   add_run_options(run, &run_args, true);

@@ -3,7 +3,6 @@
 #include <filesystem>
 
 #include "absl/strings/str_cat.h"
-#include "harness/report/report.h"
 #include "harness/scenario/live.h"
 
 namespace samebits {
@@ -55,13 +54,16 @@ absl::StatusOr<Experiment> run_experiment(const std::string& path, const Experim
   e.workload = std::move(*workload);
 
   for (Mode mode : e.scenario.modes) {
-    ProgressLine progress(std::string(mode_name(mode)), o.progress && ProgressLine::stderr_is_terminal());
-    RunSetup setup{&e.scenario, &e.model, e.backend, o.threads, o.keep_records || o.live,
-                   [&](int done, int total) { progress.update(done, total); }};
+    std::function<void(int, int)> report_samples;
+    if (o.progress) {
+      o.progress({mode, 0, e.workload.samples, false});
+      report_samples = [&](int done, int total) { o.progress({mode, done, total, false}); };
+    }
+    RunSetup setup{&e.scenario, &e.model, e.backend, o.threads, o.keep_records || o.live, report_samples};
     setup.profile = o.profile;
     setup.rss_baseline_bytes = rss_baseline;
     auto run = o.live ? run_live(setup, e.workload, mode) : run_simulated(setup, e.workload, mode);
-    progress.finish();
+    if (o.progress) o.progress({mode, run.ok() ? e.workload.samples : 0, e.workload.samples, true});
     if (!run.ok()) return absl::Status(run.status().code(), absl::StrCat(std::string(mode_name(mode)), " mode: ", run.status().message()));
     e.runs.push_back(std::move(*run));
   }

@@ -9,7 +9,9 @@
 //   x = down(silu(gate(h)) * up(h))
 // then h = rmsnorm(x + residual) (model.norm), the logit rows gathered (the embedding op used as a
 // row gather), logits = lm_head(rows) in fp32. Every op goes through the backend table with the
-// caller's ExecContext; nothing here depends on the backend or the mode.
+// caller's ExecContext; nothing here depends on the backend. The mode enters only through the
+// plans built here (plan_matmul, plan_row_reduce, plan_attention: kernels/plan.h), one per call,
+// from the shapes of this batch; the kernels execute them.
 #include "models/tiny_qwen/model.h"
 
 #include <chrono>
@@ -129,12 +131,14 @@ absl::Status Model::Impl::run_layers(const ExecContext& ctx, const ForwardBatch&
     OpScope scope(ctx, linear_kind[kind]);
     LinearArgs a;
     a.x = x, a.w = w, a.bias = bias, a.M = T, a.N = N, a.K = K, a.y = y;
+    a.plan = plan_matmul(ctx.mode, T, N, K, ctx.parallel_units);
     return b.linear(ctx, a);
   };
   auto rmsnorm = [&](const bf16* x, bf16* residual, const bf16* weight, int64_t rows, int64_t dim, bf16* y) {
     OpScope scope(ctx, dim != H ? "rmsnorm q/k heads" : residual != nullptr ? "rmsnorm + residual add" : "rmsnorm");
     RmsNormArgs a;
     a.x = x, a.residual = residual, a.weight = weight, a.rows = rows, a.dim = dim, a.eps = c.rms_norm_eps, a.y = y;
+    a.plan = plan_row_reduce(ctx.mode, rows, dim, ctx.parallel_units);
     return b.rmsnorm(ctx, a);
   };
 
@@ -335,6 +339,7 @@ absl::Status Model::Impl::enqueue_forward(const ExecContext& ctx, const ForwardB
     LinearArgs head;
     head.x = scratch.gathered.as<bf16>(), head.w = weights.lm_head, head.M = R, head.N = config.vocab_size;
     head.K = config.hidden_size, head.y_f32 = scratch.logits.as<float>();
+    head.plan = plan_matmul(ctx.mode, R, head.N, head.K, ctx.parallel_units);
     OpScope scope(ctx, linear_kind[7]);
     SAMEBITS_RETURN_IF_ERROR(b.linear(ctx, head));
   }
