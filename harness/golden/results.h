@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "common/output_files.h"
 #include "kernels/mode.h"
 #include "nlohmann/json.hpp"
 
@@ -135,7 +136,8 @@ std::string decode_text(const std::vector<int32_t>& tokens, size_t begin, size_t
 nlohmann::json results_to_json(const RunResults& results);
 absl::StatusOr<RunResults> results_from_json(const nlohmann::json& json, const std::string& file);
 absl::StatusOr<RunResults> read_results_file(const std::string& path);
-absl::Status write_results_file(const RunResults& results, const std::string& path);
+// Writes the file atomically, or, given `outputs`, stages it there (written when they commit).
+absl::Status write_results_file(const RunResults& results, const std::string& path, OutputFiles* outputs = nullptr);
 
 // First divergence between two result files, mode by mode and sample by sample.
 struct ComparisonLine {
