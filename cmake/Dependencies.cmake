@@ -9,6 +9,10 @@ find_package(nlohmann_json 3.10 REQUIRED)
 find_package(CLI11 REQUIRED)
 find_package(PkgConfig REQUIRED)
 pkg_check_modules(XXHASH REQUIRED IMPORTED_TARGET libxxhash)
+# Tokenizers of real checkpoints: the pre-tokenizer's pattern needs Unicode properties (PCRE2),
+# the normaliser NFC (ICU).
+pkg_check_modules(PCRE2 REQUIRED IMPORTED_TARGET libpcre2-8)
+pkg_check_modules(ICU_UC REQUIRED IMPORTED_TARGET icu-uc)
 if(SAMEBITS_BUILD_TESTS)
   find_package(GTest REQUIRED)
 endif()

@@ -83,7 +83,7 @@ json mode_to_json(const ModeResult& m) {
   json groups = json::array();
   for (const auto& g : m.groups) {
     groups.push_back({{"count", g.count}, {"logit_streams", g.logit_streams}, {"first_sample", g.first_sample},
-                      {"fork_position", g.fork_position}, {"text_before", g.text_before},
+                      {"fork_position", g.fork_position}, {"text", g.text}, {"text_before", g.text_before},
                       {"text_main", g.text_main}, {"text_this", g.text_this}, {"tokens", g.tokens}});
   }
   j["completions"] = std::move(groups);
@@ -139,6 +139,7 @@ absl::StatusOr<ModeResult> mode_from_json(const json& j, const std::string& file
       gf.get("logit_streams", &g.logit_streams);
       gf.get("first_sample", &g.first_sample);
       gf.get("fork_position", &g.fork_position);
+      if (gf.has("text")) gf.get("text", &g.text);
       gf.get("text_before", &g.text_before);
       gf.get("text_main", &g.text_main);
       gf.get("text_this", &g.text_this);

@@ -33,7 +33,7 @@ RunResults make_results(const Scenario& sc, const ModelSource& model, const Back
   r.samples = samples;
   r.live = live;
   r.threads = threads;
-  for (ModeRun& run : runs) r.modes.push_back(analyze_mode(run.mode, run.targets, run.figures));
+  for (ModeRun& run : runs) r.modes.push_back(analyze_mode(run.mode, run.targets, run.figures, *model.tokenizer));
   return r;
 }
 
@@ -49,7 +49,7 @@ absl::StatusOr<Experiment> run_experiment(const std::string& path, const Experim
   auto model = resolve_model(e.scenario.model);
   if (!model.ok()) return model.status();
   e.model = std::move(*model);
-  auto workload = generate_workload(e.scenario);
+  auto workload = generate_workload(e.scenario, *e.model.tokenizer);
   if (!workload.ok()) return workload.status();
   e.workload = std::move(*workload);
 

@@ -2,7 +2,9 @@
 //   "builtin"                     the trained tiny Qwen3 checkpoint shipped in models/tiny_qwen/checkpoint/
 //   "synthetic:<config>[:<seed>]" builtin_config(<config>) with seeded synthetic_weights (seed 0 if absent)
 //   anything else                 a directory holding a Hugging Face checkpoint (config.json +
-//                                 model.safetensors or model.safetensors.index.json)
+//                                 model.safetensors or model.safetensors.index.json; tokenizer.json
+//                                 and tokenizer_config.json beside them when the model has its own
+//                                 tokenizer, as Qwen2 and Qwen3 checkpoints do)
 // The prompt format of the builtin checkpoint is documented in models/tiny_qwen/README.md:
 // BOS, then the bytes of the question followed by one '\n' (kTinyQwenFeynmanPrompt).
 #pragma once
@@ -13,6 +15,7 @@
 #include "absl/status/statusor.h"
 #include "models/tiny_qwen/config.h"
 #include "models/tiny_qwen/model.h"
+#include "models/tiny_qwen/text_tokenizer.h"
 #include "models/tiny_qwen/weights.h"
 
 namespace samebits {
@@ -28,6 +31,8 @@ struct ModelSource {
   uint64_t weights_digest = 0;  // weights.digest(), or synthetic_weights_digest(config, seed)
   bool synthetic = false;       // synthetic_weights(config, synthetic_seed)
   uint64_t synthetic_seed = 0;
+  // The checkpoint's tokenizer.json when it has one (BpeTokenizer), else bytes (ByteTokenizer).
+  std::shared_ptr<const TextTokenizer> tokenizer;
 };
 
 // The model of a source in backend memory (Model::create or Model::create_synthetic).

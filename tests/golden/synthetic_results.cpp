@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "harness/golden/digest.h"
+#include "models/tiny_qwen/tokenizer.h"
 
 namespace samebits::testing {
 
@@ -51,7 +52,7 @@ RunResults synthetic_results(int samples, const std::map<int, int>& forks, Mode 
   f.step_seconds = 1.5, f.host_wait_seconds = 0.5, f.host_waits = 120;
   f.op_times = {{"attention decode", 160, 0.75, 0.0625}, {"linear q_proj 256x256", 160, 0.5, 0.03125}};
   f.host_rss_baseline_bytes = 300000000, f.host_peak_rss_bytes = 500000000;
-  r.modes.push_back(analyze_mode(mode, obs, f));
+  r.modes.push_back(analyze_mode(mode, obs, f, ByteTokenizer{}));
   return r;
 }
 
