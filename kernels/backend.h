@@ -14,9 +14,19 @@
 
 namespace samebits {
 
+// The device a backend runs on, as read from it when the backend starts (empty on the CPU, whose
+// bits depend on none of this). Default-mode goldens depend on every field (harness/golden/run_identity.h).
+struct BackendDevice {
+  std::string name;          // e.g. "NVIDIA H200"
+  int sm_count = 0;          // multiprocessors
+  std::string cuda_runtime;  // cudaRuntimeGetVersion, e.g. "13.0"
+  std::string cublaslt;      // cublasLtGetVersion, e.g. "13.1.0"
+};
+
 struct Backend {
   std::string id;           // golden key: "cpu", "cuda-sm90"
   std::string description;  // human-readable: device name, threads
+  BackendDevice device;
 
   // Memory. The CPU backend's "device" memory is host memory.
   absl::StatusOr<void*> (*alloc)(size_t bytes);
@@ -58,8 +68,12 @@ SyncStats sync_stats(const Backend& backend);
 const Backend& cpu_backend();
 // nullptr when the build has no CUDA or the machine has no usable device; *why says which.
 const Backend* cuda_backend(std::string* why = nullptr);
-// "cpu" or "cuda"; nullptr with *why on an unknown name or an unavailable backend.
+// "cpu", "cuda" or a registered name; nullptr with *why on an unknown name or an unavailable backend.
 const Backend* find_backend(const std::string& name, std::string* why);
+// Makes `backend` available to find_backend under `name` (not "cpu" or "cuda"), replacing an
+// earlier registration; nullptr removes it. For backends that wrap a real one, such as the mutation
+// suite's (tests/mutation). The table must outlive its registration.
+void register_backend(const std::string& name, const Backend* backend);
 
 // Bumped whenever any kernel's arithmetic changes; goldens depend on it.
 inline constexpr int kKernelSetVersion = 1;

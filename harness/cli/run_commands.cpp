@@ -92,6 +92,18 @@ absl::StatusOr<Experiment> run_and_check(const RunArgs& a, bool keep_records, st
   return e;
 }
 
+// The default mode of a scenario that expects divergence showed none: "" when it did (or when the
+// scenario does not expect it, or default mode did not run).
+std::string lost_sight(const Experiment& e) {
+  if (!e.scenario.expect_default_divergence) return "";
+  const ModeResult* m = e.results.find(Mode::kDefault);
+  if (m == nullptr || m->unique_logit_streams() > 1) return "";
+  return absl::StrCat("default mode showed no divergence (one logit stream over ", m->samples,
+                      " samples) where scenario ", e.scenario.file,
+                      " expects it: the harness cannot see batch variance (set expect_default_divergence: false "
+                      "only for a scenario too small to diverge)");
+}
+
 int verdict(const RunResults& r) {
   for (const ModeResult& m : r.modes)
     if (!mode_passes(m)) return kExitDiverged;
@@ -116,6 +128,10 @@ int golden_check_command(const RunArgs& a) {
   if (absl::Status s = write_outputs(a, *e); !s.ok()) return input_error(std::string(s.message()));
   const int v = verdict(e->results);
   if (v != kExitPass) return v;
+  if (std::string why = lost_sight(*e); !why.empty()) {
+    std::fprintf(stderr, "samebits: golden check failed: %s\n", why.c_str());
+    return kExitDiverged;
+  }
   for (const ModeResult& m : e->results.modes) {
     if (m.golden.state != "pass")
       return input_error(absl::StrCat("cannot check ", std::string(mode_name(m.mode)), " mode against ", golden_file(a, *e), ": ",
@@ -143,12 +159,18 @@ int golden_update_command(const RunArgs& a) {
       return kExitDiverged;
     }
   }
+  if (std::string why = lost_sight(*e); !why.empty()) {
+    std::fprintf(stderr, "samebits: refusing to record a golden: %s\n", why.c_str());
+    return kExitDiverged;
+  }
   const std::string path = golden_file(a, *e);
-  // Modes not run now keep their golden entry when the dependencies are unchanged.
+  // Modes not run now keep their golden entry when the new identity does not differ in a field
+  // that mode depends on.
   Golden fresh = golden_from_results(e->results);
-  if (old->has_value() && incomparability((*old)->dependencies, fresh.dependencies).empty()) {
+  if (old->has_value()) {
     for (const GoldenMode& m : (*old)->modes)
-      if (!fresh.find(m.mode)) fresh.modes.push_back(m);
+      if (!fresh.find(m.mode) && incomparability((*old)->identity, fresh.identity, m.mode).empty())
+        fresh.modes.push_back(m);
   }
   // The other outputs first, the golden last: nothing is written unless all of them can be.
   OutputFiles outputs;

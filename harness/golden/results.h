@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "harness/golden/run_identity.h"
 #include "common/output_files.h"
 #include "kernels/mode.h"
 #include "models/tiny_qwen/text_tokenizer.h"
@@ -114,15 +115,7 @@ struct ModeResult {
 };
 
 struct RunResults {
-  std::string scenario_name, scenario_file;
-  uint64_t scenario_hash = 0;
-  std::string model_spec, model_description;
-  uint64_t weights_digest = 0;
-  std::string backend_id, backend_description;
-  int kernel_set_version = 0;
-  int samples = 0;
-  bool live = false;
-  int threads = 0;
+  RunIdentity identity;  // scenario, model, backend and device, engine settings, samples
   std::vector<ModeResult> modes;
 
   const ModeResult* find(Mode m) const;

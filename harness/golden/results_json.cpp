@@ -1,4 +1,5 @@
-// JSON form of RunResults (schema "samebits_results": 1). Tokens are stored per unique completion
+// JSON form of RunResults (schema "samebits_results": 2; the run's identity is the "identity"
+// object of harness/golden/run_identity.h). Tokens are stored per unique completion
 // and step digests per unique logit stream, so a run where every sample agrees stays small.
 #include <algorithm>
 #include <fstream>
@@ -12,7 +13,7 @@
 namespace samebits {
 namespace {
 
-constexpr int kResultsSchema = 1;
+constexpr int kResultsSchema = 2;
 using nlohmann::json;
 
 json timing_to_json(const RunFigures& f) {
@@ -204,14 +205,7 @@ absl::StatusOr<ModeResult> mode_from_json(const json& j, const std::string& file
 json results_to_json(const RunResults& r) {
   json j;
   j["samebits_results"] = kResultsSchema;
-  j["scenario"] = {{"name", r.scenario_name}, {"file", r.scenario_file}, {"hash", digest_hex(r.scenario_hash)}};
-  j["model"] = {{"spec", r.model_spec}, {"description", r.model_description},
-                {"weights_digest", digest_hex(r.weights_digest)}};
-  j["backend"] = {{"id", r.backend_id}, {"description", r.backend_description}};
-  j["kernel_set_version"] = r.kernel_set_version;
-  j["samples"] = r.samples;
-  j["live"] = r.live;
-  j["threads"] = r.threads;
+  j["identity"] = identity_to_json(r.identity);
   j["modes"] = json::array();
   for (const auto& m : r.modes) j["modes"].push_back(mode_to_json(m));
   return j;
@@ -223,30 +217,11 @@ absl::StatusOr<RunResults> results_from_json(const json& j, const std::string& f
   int schema = 0;
   if (f.get("samebits_results", &schema) && schema != kResultsSchema)
     f.fail("samebits_results", absl::StrCat(schema, " is not a known results schema (expected ", kResultsSchema, ")"));
-  if (const json* s = f.object("scenario")) {
-    JsonFields sf(file, s, "scenario");
-    sf.get("name", &r.scenario_name);
-    sf.get("file", &r.scenario_file);
-    sf.get_digest("hash", &r.scenario_hash);
-    f.merge(sf.status());
+  if (const json* id = f.object("identity"); id && f.status().ok()) {
+    auto identity = identity_from_json(*id, file, "identity");
+    if (!identity.ok()) return identity.status();
+    r.identity = std::move(*identity);
   }
-  if (const json* m = f.object("model")) {
-    JsonFields mf(file, m, "model");
-    mf.get("spec", &r.model_spec);
-    mf.get("description", &r.model_description);
-    mf.get_digest("weights_digest", &r.weights_digest);
-    f.merge(mf.status());
-  }
-  if (const json* b = f.object("backend")) {
-    JsonFields bf(file, b, "backend");
-    bf.get("id", &r.backend_id);
-    bf.get("description", &r.backend_description);
-    f.merge(bf.status());
-  }
-  f.get("kernel_set_version", &r.kernel_set_version);
-  f.get("samples", &r.samples);
-  f.get("live", &r.live);
-  f.get("threads", &r.threads);
   if (const json* modes = f.array("modes")) {
     for (size_t i = 0; i < modes->size() && f.status().ok(); ++i) {
       auto m = mode_from_json((*modes)[i], file, absl::StrCat("modes[", i, "]"));

@@ -18,10 +18,11 @@ std::string position(int p) { return p < 0 ? "-" : absl::StrCat(p); }
 std::string format_markdown(const RunResults& r) {
   bool all_pass = true;
   for (const auto& m : r.modes) all_pass = all_pass && mode_passes(m);
-  std::string out = absl::StrFormat("# samebits: %s %s\n\n", r.scenario_name, all_pass ? "passed" : "FAILED");
-  out += absl::StrFormat("%d samples, backend `%s` (%s), model `%s` (weights %s), kernel set v%d%s.\n\n", r.samples,
-                         r.backend_id, cell(r.backend_description), r.model_spec, digest_hex(r.weights_digest),
-                         r.kernel_set_version, r.live ? ", live schedule" : ", seeded schedule");
+  std::string out = absl::StrFormat("# samebits: %s %s\n\n", r.identity.scenario.name, all_pass ? "passed" : "FAILED");
+  out += absl::StrFormat("%d samples, backend `%s` (%s), model `%s` (weights %s), kernel set v%d%s.\n\n", r.identity.samples,
+                         r.identity.backend.id, cell(r.identity.backend.description), r.identity.model.spec,
+                         digest_hex(r.identity.model.weights_digest), r.identity.backend.kernel_set_version,
+                         r.identity.live ? ", live schedule" : ", seeded schedule");
   out += "| mode | unique completions | unique logit streams | first token divergence | first logit divergence | golden | tokens/s | wall s |\n";
   out += "|---|---:|---:|---:|---:|---|---:|---:|\n";
   for (const ModeResult& m : r.modes) {

@@ -67,8 +67,9 @@ std::string format_timing(const RunResults& r) {
 }  // namespace
 
 std::string format_table(const RunResults& r, int max_forks_shown) {
-  std::string out = absl::StrFormat("samebits run: %s, %d samples, backend %s, model %s%s\n", r.scenario_name,
-                                    r.samples, r.backend_id, r.model_spec, r.live ? ", live" : "");
+  std::string out = absl::StrFormat("samebits run: %s, %d samples, backend %s, model %s%s\n", r.identity.scenario.name,
+                                    r.identity.samples, r.identity.backend.id, r.identity.model.spec,
+                                    r.identity.live ? ", live" : "");
   out += absl::StrFormat("%-10s %8s %8s %10s %10s %-15s %11s %8s\n", "mode", "unique", "unique", "1st token",
                          "1st logit", "golden", "tokens/s", "wall s");
   out += absl::StrFormat("%-10s %8s %8s %10s %10s %-15s %11s %8s\n", "", "compl.", "logits", "diverg.",

@@ -18,22 +18,10 @@ absl::StatusOr<Scenario> load_with_overrides(const std::string& path, const Expe
   return sc;
 }
 
-RunResults make_results(const Scenario& sc, const ModelSource& model, const Backend& backend, int samples,
-                        int threads, bool live, std::vector<ModeRun>& runs) {
+RunResults make_results(const RunIdentity& identity, const TextTokenizer& tokenizer, std::vector<ModeRun>& runs) {
   RunResults r;
-  r.scenario_name = sc.name;
-  r.scenario_file = sc.file;
-  r.scenario_hash = sc.file_hash;
-  r.model_spec = sc.model;
-  r.model_description = model.description;
-  r.weights_digest = model.weights_digest;
-  r.backend_id = backend.id;
-  r.backend_description = backend.description;
-  r.kernel_set_version = kKernelSetVersion;
-  r.samples = samples;
-  r.live = live;
-  r.threads = threads;
-  for (ModeRun& run : runs) r.modes.push_back(analyze_mode(run.mode, run.targets, run.figures, *model.tokenizer));
+  r.identity = identity;
+  for (ModeRun& run : runs) r.modes.push_back(analyze_mode(run.mode, run.targets, run.figures, tokenizer));
   return r;
 }
 
@@ -67,12 +55,14 @@ absl::StatusOr<Experiment> run_experiment(const std::string& path, const Experim
     if (!run.ok()) return absl::Status(run.status().code(), absl::StrCat(std::string(mode_name(mode)), " mode: ", run.status().message()));
     e.runs.push_back(std::move(*run));
   }
-  e.results = make_results(e.scenario, e.model, *e.backend, e.workload.samples, o.threads, o.live, e.runs);
+  e.results = make_results(make_run_identity(e.scenario, e.model.description, e.model.weights_digest, *e.backend,
+                                             e.workload.samples, o.threads, o.live),
+                           *e.model.tokenizer, e.runs);
   return e;
 }
 
 Trace Experiment::trace() const {
-  Trace t = make_trace(scenario, workload, model, *backend, results.threads, results.live);
+  Trace t = make_trace(results.identity, workload);
   for (const ModeRun& run : runs) t.runs.push_back(trace_run_of(run));
   return t;
 }

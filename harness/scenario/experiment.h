@@ -59,7 +59,6 @@ absl::StatusOr<Scenario> load_with_overrides(const std::string& scenario_path, c
 std::string default_golden_dir(const std::string& scenario_path);
 
 // RunResults from mode runs (also used by replay).
-RunResults make_results(const Scenario& scenario, const ModelSource& model, const Backend& backend,
-                        int samples, int threads, bool live, std::vector<ModeRun>& runs);
+RunResults make_results(const RunIdentity& identity, const TextTokenizer& tokenizer, std::vector<ModeRun>& runs);
 
 }  // namespace samebits

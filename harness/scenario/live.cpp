@@ -136,13 +136,14 @@ bool same_schedule(const StepRecord& a, const StepRecord& b) {
 absl::StatusOr<ModeRun> replay_run(const Trace& trace, const TraceRun& run, const ModelSource& model,
                                    const Backend& backend) {
   using namespace runner_detail;
-  if (model.weights_digest != trace.weights_digest)
+  const RunIdentity& recorded = trace.identity;
+  if (model.weights_digest != recorded.model.weights_digest)
     return absl::InvalidArgumentError("the model's weights digest " + digest_hex(model.weights_digest) +
-                                      " differs from the trace's " + digest_hex(trace.weights_digest));
+                                      " differs from the trace's " + digest_hex(recorded.model.weights_digest));
   Scenario sc;
-  sc.engine = trace.engine;
-  const EngineConfig config = engine_config(sc, trace.threads, run.mode);
-  auto session_or = open_session(model, backend, config, trace.requests, trace.samples);
+  sc.engine = recorded.engine;
+  const EngineConfig config = engine_config(sc, recorded.threads, run.mode);
+  auto session_or = open_session(model, backend, config, trace.requests, recorded.samples);
   if (!session_or.ok()) return session_or.status();
   Session& session = **session_or;
   Engine& engine = *session.engine;

@@ -1,7 +1,8 @@
 // The CUDA backend's table: device memory through cudaMalloc, synchronous copies, one function per
 // op (kernels/cuda/cuda_ops.h), and the shared plumbing of kernels/cuda/cuda_common.h. The id is
 // "cuda-sm<major><minor>" from the device's compute capability, so goldens are keyed per GPU
-// generation. The table exists only when a device answers; otherwise cuda_backend() is nullptr and
+// generation; the device fields (name, SM count, CUDA runtime and cuBLASLt versions) are read here
+// and enter the run identity of default-mode goldens. The table exists only when a device answers; otherwise cuda_backend() is nullptr and
 // says why.
 #include <atomic>
 #include <chrono>
@@ -10,6 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "kernels/backend.h"
+#include "kernels/cuda/cublaslt_matmul.h"
 #include "kernels/cuda/cuda_common.h"
 #include "kernels/cuda/cuda_ops.h"
 
@@ -150,6 +152,15 @@ const Backend* make_backend(std::string* why) {
   b->description = absl::StrCat(prop.name, " (", prop.multiProcessorCount, " SMs, ",
                                 prop.totalGlobalMem >> 20, " MiB, compute capability ", prop.major,
                                 ".", prop.minor, ")");
+  int runtime_version = 0;
+  if (cudaError_t e = cudaRuntimeGetVersion(&runtime_version); e != cudaSuccess) {
+    *why = absl::StrCat("cudaRuntimeGetVersion failed: ", cudaGetErrorString(e));
+    return nullptr;
+  }
+  b->device.name = prop.name;
+  b->device.sm_count = prop.multiProcessorCount;
+  b->device.cuda_runtime = absl::StrCat(runtime_version / 1000, ".", runtime_version % 1000 / 10);
+  b->device.cublaslt = cublaslt_version();
   b->alloc = cuda_alloc;
   b->free = cuda_free;
   b->upload = cuda_upload;

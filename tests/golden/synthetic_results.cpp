@@ -34,16 +34,15 @@ RunResults synthetic_results(int samples, const std::map<int, int>& forks, Mode 
                                         it == forks.end() ? -1 : it->second));
   }
   RunResults r;
-  r.scenario_name = "synthetic";
-  r.scenario_file = "scenarios/synthetic.yaml";
-  r.scenario_hash = 0x1111222233334444ull;
-  r.model_spec = "builtin";
-  r.model_description = "synthetic streams";
-  r.weights_digest = 0x5555666677778888ull;
-  r.backend_id = "cpu";
-  r.backend_description = "test";
-  r.kernel_set_version = 1;
-  r.samples = samples;
+  RunIdentity& id = r.identity;
+  id.scenario = {"synthetic", "scenarios/synthetic.yaml", 0x1111222233334444ull, 0x9999aaaabbbbccccull};
+  id.model = {"builtin", "synthetic streams", 0x5555666677778888ull};
+  id.backend.name = "cuda";
+  id.backend.id = "cuda-sm90";
+  id.backend.description = "test";
+  id.backend.device = {"NVIDIA H200", 132, "13.0", "13.1.0"};
+  id.backend.kernel_set_version = 1;
+  id.samples = samples;
   RunFigures f;
   f.wall_seconds = 2.0;
   f.tokens_generated = 24 * samples;

@@ -69,7 +69,8 @@ TEST(Results, JsonRoundTripKeepsEverything) {
   ASSERT_TRUE(back.ok()) << back.status();
   EXPECT_EQ(results_to_json(*back).dump(), results_to_json(r).dump());
   EXPECT_EQ(back->modes[0].streams[1].steps, r.modes[0].streams[1].steps);
-  EXPECT_EQ(back->weights_digest, r.weights_digest);
+  EXPECT_EQ(back->identity.model.weights_digest, r.identity.model.weights_digest);
+  EXPECT_EQ(back->identity.backend.device.cublaslt, "13.1.0");
   ASSERT_EQ(back->modes[0].figures.op_times.size(), 2u);
   EXPECT_EQ(back->modes[0].figures.op_times[0].kind, "attention decode");
   EXPECT_EQ(back->modes[0].figures.op_times[0].host_seconds, 0.0625);
