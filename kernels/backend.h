@@ -3,11 +3,13 @@
 // of crashing; argument errors name the op and the offending value.
 #pragma once
 #include <cstddef>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "kernels/op_timer.h"
 #include "kernels/ops.h"
 
 namespace samebits {
@@ -49,7 +51,18 @@ struct Backend {
   // synthetic models never pass through host memory. tensor_key = XXH3_64bits_withSeed(name, seed).
   absl::Status (*fill_synthetic)(void* dst, int64_t n, uint64_t tensor_key, float scale,
                                  float offset) = nullptr;
+
+  // Optional: a timer for the ops issued with ctx (its stream); nullptr = the host clock
+  // (HostOpTimer), right for a synchronous backend.
+  std::unique_ptr<OpTimer> (*make_op_timer)(const ExecContext& ctx) = nullptr;
+  // Optional: where the host has waited for the device since the backend started (cumulative);
+  // nullptr = never (a synchronous backend has no separate device to wait for).
+  SyncStats (*sync_stats)() = nullptr;
 };
+
+// A timer for ctx's ops on this backend (its own, or the host clock).
+std::unique_ptr<OpTimer> make_op_timer(const Backend& backend, const ExecContext& ctx);
+SyncStats sync_stats(const Backend& backend);
 
 // Always available.
 const Backend& cpu_backend();

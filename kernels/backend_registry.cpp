@@ -56,3 +56,16 @@ const Backend* find_backend(const std::string& name, std::string* why) {
 }
 
 }  // namespace samebits
+
+namespace samebits {
+
+std::unique_ptr<OpTimer> make_op_timer(const Backend& backend, const ExecContext& ctx) {
+  if (backend.make_op_timer != nullptr) return backend.make_op_timer(ctx);
+  return std::make_unique<HostOpTimer>();
+}
+
+SyncStats sync_stats(const Backend& backend) {
+  return backend.sync_stats != nullptr ? backend.sync_stats() : SyncStats{};
+}
+
+}  // namespace samebits

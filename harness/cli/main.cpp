@@ -31,6 +31,8 @@ void add_run_options(CLI::App* cmd, RunArgs* a, bool full) {
     cmd->add_flag("--explain", a->explain, "After the run, find the first op whose bits differ for every fork (see explain)");
     cmd->add_option("--max-forks", a->max_forks, "Forks explained per mode (default 8)")->check(CLI::Range(1, 1000));
   }
+  cmd->add_flag("--profile", a->options.profile,
+                 "Time every op on the backend's clock (CUDA events on a GPU) and report where the time went");
   cmd->add_flag_function("--no-progress", [a](int64_t) { a->progress = false; }, "No progress line on stderr");
 }
 

@@ -33,6 +33,7 @@ absl::StatusOr<Experiment> run_experiment(const std::string& path, const Experim
   std::string why;
   e.backend = find_backend(e.scenario.backend, &why);
   if (!e.backend) return absl::FailedPreconditionError(absl::StrCat("backend ", e.scenario.backend, ": ", why));
+  const int64_t rss_baseline = host_rss_bytes().current;  // the backend (CUDA context) started, no model yet
   auto model = resolve_model(e.scenario.model);
   if (!model.ok()) return model.status();
   e.model = std::move(*model);
@@ -47,6 +48,8 @@ absl::StatusOr<Experiment> run_experiment(const std::string& path, const Experim
       report_samples = [&](int done, int total) { o.progress({mode, done, total, false}); };
     }
     RunSetup setup{&e.scenario, &e.model, e.backend, o.threads, o.keep_records || o.live, report_samples};
+    setup.profile = o.profile;
+    setup.rss_baseline_bytes = rss_baseline;
     auto run = o.live ? run_live(setup, e.workload, mode) : run_simulated(setup, e.workload, mode);
     if (o.progress) o.progress({mode, run.ok() ? e.workload.samples : 0, e.workload.samples, true});
     if (!run.ok()) return absl::Status(run.status().code(), absl::StrCat(std::string(mode_name(mode)), " mode: ", run.status().message()));

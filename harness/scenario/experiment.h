@@ -37,6 +37,7 @@ struct ExperimentOptions {
   int clients = 0;          // live client threads; 0 = the scenario's
   bool keep_records = false;
   ProgressCallback progress;  // empty = no progress reported
+  bool profile = false;       // per-op timing (RunFigures::op_times)
 };
 
 struct Experiment {

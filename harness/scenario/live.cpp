@@ -68,7 +68,8 @@ absl::StatusOr<ModeRun> run_live(const RunSetup& setup, const Workload& workload
   using namespace runner_detail;
   if (absl::Status s = check_fits(setup, workload); !s.ok()) return s;
   const Scenario& sc = *setup.scenario;
-  const EngineConfig config = engine_config(sc, setup.num_threads, mode);
+  EngineConfig config = engine_config(sc, setup.num_threads, mode);
+  config.profile = setup.profile;
   auto session_or = open_session(*setup.model, *setup.backend, config, workload.arrivals, workload.samples);
   if (!session_or.ok()) return session_or.status();
   Session& session = **session_or;

@@ -46,6 +46,11 @@ RunResults synthetic_results(int samples, const std::map<int, int>& forks, Mode 
   RunFigures f;
   f.wall_seconds = 2.0;
   f.tokens_generated = 24 * samples;
+  f.engine_steps = 40;
+  f.setup_weights_seconds = 0.25, f.setup_kv_cache_seconds = 0.125;
+  f.step_seconds = 1.5, f.host_wait_seconds = 0.5, f.host_waits = 120;
+  f.op_times = {{"attention decode", 160, 0.75, 0.0625}, {"linear q_proj 256x256", 160, 0.5, 0.03125}};
+  f.host_rss_baseline_bytes = 300000000, f.host_peak_rss_bytes = 500000000;
   r.modes.push_back(analyze_mode(mode, obs, f, ByteTokenizer{}));
   return r;
 }
