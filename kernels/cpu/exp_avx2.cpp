@@ -2,7 +2,7 @@
 #include "kernels/cpu/exp_simd.h"
 #include "kernels/fixed_math.h"
 
-#if defined(__x86_64__) && defined(__GNUC__)
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 #pragma GCC push_options
 #pragma GCC target("avx2")
 #include "kernels/cpu/exp_simd_body.h"
