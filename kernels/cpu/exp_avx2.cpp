@@ -13,11 +13,13 @@ typedef float vf __attribute__((vector_size(32)));
 typedef int32_t vi __attribute__((vector_size(32)));
 }  // namespace
 void fixed_expf_array_avx2(const float* in, float* out, int64_t n) { simd::fixed_expf_array<vf, vi>(in, out, n); }
+void silu_mul_row_avx2(const bf16* g, const bf16* u, bf16* y, int64_t n) { simd::silu_mul_row<vf, vi>(g, u, y, n); }
 }  // namespace samebits::cpu
 
 #pragma GCC pop_options
 #else
 namespace samebits::cpu {
 void fixed_expf_array_avx2(const float*, float*, int64_t) {}  // never chosen: isa_supported is false
+void silu_mul_row_avx2(const bf16*, const bf16*, bf16*, int64_t) {}
 }  // namespace samebits::cpu
 #endif

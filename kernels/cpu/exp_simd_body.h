@@ -8,12 +8,10 @@ namespace samebits::cpu::simd {
 
 // vf, vi: GCC vector types of W floats and W int32s.
 template <typename vf, typename vi>
-inline void fixed_expf_lanes(const float* in, float* out) {
+inline vf fixed_expf_lanes(vf x) {
   using namespace fixed_math_detail;
   const vf zero = {}, one = zero + 1.0f;
   const vi izero = {};
-  vf x;
-  std::memcpy(&x, in, sizeof x);
   const vf t = x * kLog2e;
   const vi n = __builtin_convertvector(t + (t >= 0.0f ? zero + 0.5f : zero - 0.5f), vi);  // truncates
   const vf nf = __builtin_convertvector(n, vf);
@@ -32,7 +30,61 @@ inline void fixed_expf_lanes(const float* in, float* out) {
   result = x < -103.972084045410156f ? zero : result;
   result = x > 88.72283935546875f ? (vf)(izero + 0x7f800000) : result;
   result = x != x ? x : result;
+  return result;
+}
+
+template <typename vf, typename vi>
+inline void fixed_expf_lanes(const float* in, float* out) {
+  vf x;
+  std::memcpy(&x, in, sizeof x);
+  const vf result = fixed_expf_lanes<vf, vi>(x);
   std::memcpy(out, &result, sizeof result);
+}
+
+// bf16 bits (in the low half of each int) -> fp32, and to_bf16 (kernels/bf16.h) lane by lane:
+// quiet NaN with the sign kept, otherwise round to nearest even.
+template <typename vf, typename vi>
+inline vf widen_bf16_lanes(vi bits16) {
+  return (vf)(bits16 << 16);
+}
+template <typename vf, typename vi>
+inline vi narrow_bf16_lanes(vf f) {
+  typedef uint32_t vu __attribute__((vector_size(sizeof(vi))));  // unsigned: wrapping add, logical shift
+  const vu u = (vu)f;
+  const vi nan = ((u & 0x7f800000u) == 0x7f800000u) & ((u & 0x007fffffu) != 0u);
+  const vi rounded = (vi)((u + (0x7fffu + ((u >> 16) & 1u))) >> 16);
+  const vi quiet = (vi)((u >> 16) | 0x0040u);
+  return nan ? quiet : rounded;
+}
+
+// silu_mul (kernels/cpu/silu_mul.cpp) on W values: y = bf16(bf16(g / (1 + fixed_expf(-g))) * u).
+template <typename vf, typename vi>
+inline void silu_mul_lanes(const bf16* g, const bf16* u, bf16* y) {
+  constexpr int W = sizeof(vf) / sizeof(float);
+  vi gi, ui;
+  for (int i = 0; i < W; ++i) {
+    gi[i] = g[i].bits;
+    ui[i] = u[i].bits;
+  }
+  const vf gv = widen_bf16_lanes<vf, vi>(gi);
+  const vf act = gv / (1.0f + fixed_expf_lanes<vf, vi>(-gv));
+  const vf rounded_act = widen_bf16_lanes<vf, vi>(narrow_bf16_lanes<vf, vi>(act));
+  const vi out = narrow_bf16_lanes<vf, vi>(rounded_act * widen_bf16_lanes<vf, vi>(ui));
+  for (int i = 0; i < W; ++i) y[i].bits = uint16_t(out[i]);
+}
+
+template <typename vf, typename vi>
+inline void silu_mul_row(const bf16* g, const bf16* u, bf16* y, int64_t n) {
+  constexpr int64_t W = sizeof(vf) / sizeof(float);
+  int64_t i = 0;
+  for (; i + W <= n; i += W) silu_mul_lanes<vf, vi>(g + i, u + i, y + i);
+  if (i < n) {  // the tail through zero-padded lanes
+    bf16 gp[W] = {}, up[W] = {}, yp[W];
+    std::memcpy(gp, g + i, sizeof(bf16) * (n - i));
+    std::memcpy(up, u + i, sizeof(bf16) * (n - i));
+    silu_mul_lanes<vf, vi>(gp, up, yp);
+    std::memcpy(y + i, yp, sizeof(bf16) * (n - i));
+  }
 }
 
 template <typename vf, typename vi>

@@ -1,70 +1,21 @@
-// linear's AVX2 path: two ymm hold an output's 16 lanes (lanes 0-7, 8-15); blocks of 1 row x 4
-// columns (8 accumulators of the 16 registers); the 4 outputs' pairwise trees run side by side,
-// element i of the result holding output i (see trees()). See kernels/cpu/linear_simd.h for why
-// the bits equal the portable path's. No FMA: the portable path rounds the product and the sum
-// separately.
+// linear's AVX2 path (kernels/cpu/simd_avx2.h): two ymm per output's 16 lanes, blocks of 1 row x 4
+// columns (8 accumulators of the 16 registers), the 4 outputs' lane trees side by side. See
+// kernels/cpu/linear_simd.h for why the bits equal the portable path's.
 #include "kernels/cpu/linear_simd.h"
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#include <immintrin.h>
+#include <immintrin.h>  // system headers before the target pragma: their code stays baseline
 
 #include <cstring>
 
 #pragma GCC push_options
 #pragma GCC target("avx2")
 #include "kernels/cpu/linear_simd_body.h"
+#include "kernels/cpu/simd_avx2.h"
 
 namespace samebits::cpu {
-namespace {
 
-struct Avx2 {
-  struct X {
-    __m256 lo, hi;
-  };
-  using Acc = X;
-  using Sums = __m128;
-  static constexpr int kGroup = 4;
-  static Acc zero() { return {_mm256_setzero_ps(), _mm256_setzero_ps()}; }
-  static X load(const float* p) { return {_mm256_loadu_ps(p), _mm256_loadu_ps(p + 8)}; }
-  static __m256 widen8(const bf16* p) {
-    const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
-    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
-  }
-  static void store(float* p, const X& v) {
-    _mm256_storeu_ps(p, v.lo);
-    _mm256_storeu_ps(p + 8, v.hi);
-  }
-  static X widen(const bf16* p) { return {widen8(p), widen8(p + 8)}; }
-  static X widen_tail(const bf16* p, int n) {  // n < 16 values, zeros after them
-    bf16 padded[16] = {};
-    std::memcpy(padded, p, sizeof(bf16) * n);
-    return widen(padded);
-  }
-  static void add_product(Acc& acc, const X& x, const X& w) {
-    acc.lo = _mm256_add_ps(acc.lo, _mm256_mul_ps(x.lo, w.lo));
-    acc.hi = _mm256_add_ps(acc.hi, _mm256_mul_ps(x.hi, w.hi));
-  }
-
-  // In each 128-bit half h: [a(4h) + a(4h+1), a(4h+2) + a(4h+3), b(4h) + b(4h+1), b(4h+2) + b(4h+3)].
-  static __m256 pair_sums(__m256 a, __m256 b) {
-    return _mm256_add_ps(_mm256_shuffle_ps(a, b, 0x88), _mm256_shuffle_ps(a, b, 0xDD));
-  }
-  // Element i = lanes.h's tree of acc[i]. pair_sums twice per register half leaves, for the four
-  // outputs side by side, t4[0] | t4[1] (from the lo registers) and t4[2] | t4[3] (hi); regrouping
-  // the 128-bit halves gives t4[0] + t4[1] | t4[2] + t4[3], and the sum of its halves the tree.
-  static Sums trees(const Acc* acc) {
-    const __m256 lo = pair_sums(pair_sums(acc[0].lo, acc[1].lo), pair_sums(acc[2].lo, acc[3].lo));
-    const __m256 hi = pair_sums(pair_sums(acc[0].hi, acc[1].hi), pair_sums(acc[2].hi, acc[3].hi));
-    const __m256 halves = _mm256_add_ps(_mm256_permute2f128_ps(lo, hi, 0x20), _mm256_permute2f128_ps(lo, hi, 0x31));
-    return _mm_add_ps(_mm256_castps256_ps128(halves), _mm256_extractf128_ps(halves, 1));
-  }
-  static Sums sum(Sums a, Sums b) { return _mm_add_ps(a, b); }
-  static void store(float* out, Sums s) { _mm_storeu_ps(out, s); }
-};
-
-}  // namespace
-
-void linear_tile_avx2(const LinearTile& t) { simd::tile<Avx2, 1>(t); }
+void linear_tile_avx2(const LinearTile& t) { simd::tile<simd::Avx2, 1>(t); }
 
 }  // namespace samebits::cpu
 

@@ -11,9 +11,7 @@
 #pragma once
 
 #include "kernels/cpu/linear_simd.h"
-
-// Loops over a block's registers: fully unrolled, so the accumulators stay in registers.
-#define SAMEBITS_UNROLL _Pragma("GCC unroll 16")
+#include "kernels/cpu/simd_unroll.h"
 
 namespace samebits::cpu::simd {
 

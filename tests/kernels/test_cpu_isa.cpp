@@ -147,6 +147,47 @@ TEST_P(IsaExp, SameBitsAsFixedExpf) {
 INSTANTIATE_TEST_SUITE_P(Paths, IsaExp, ::testing::Values(Isa::kPortable, Isa::kAvx2, Isa::kAvx512),
                          [](const auto& info) { return std::string(cpu::isa_name(info.param)); });
 
+// silu_mul: every bf16 gate (NaN, inf, subnormal, both overflow sides) against seeded up values,
+// in rows whose length leaves a tail (F = 4099), each vector path against the portable one.
+class IsaSiluMul : public ::testing::TestWithParam<Isa> {};
+
+std::vector<bf16> silu_mul_under(Isa isa, const std::vector<bf16>& g, const std::vector<bf16>& u, int64_t T,
+                                 int64_t F) {
+  ScopedIsa scoped(isa);
+  std::vector<bf16> y(g.size());
+  SiluMulArgs a;
+  a.gate = g.data();
+  a.up = u.data();
+  a.y = y.data();
+  a.T = T;
+  a.F = F;
+  ExecContext ctx;
+  ctx.num_threads = 2;
+  EXPECT_TRUE(cpu_silu_mul(ctx, a).ok());
+  return y;
+}
+
+TEST_P(IsaSiluMul, SameBitsAsPortable) {
+  const Isa isa = GetParam();
+  if (!cpu::isa_supported(isa)) GTEST_SKIP() << "this CPU has no " << cpu::isa_name(isa);
+  const int64_t T = 17, F = 4099;  // 69,683 values: every bf16 bit pattern once, then repeats
+  std::vector<bf16> g(size_t(T * F));
+  for (size_t i = 0; i < g.size(); ++i) g[i].bits = uint16_t(i * 40503u);  // odd step: a permutation
+  const auto u = random_bf16(g.size(), 21, 3.f);
+  const auto want = silu_mul_under(Isa::kPortable, g, u, T, F);
+  const auto got = silu_mul_under(isa, g, u, T, F);
+  int64_t differ = 0;
+  for (size_t i = 0; i < g.size(); ++i) {
+    if (want[i].bits != got[i].bits && ++differ <= 5)
+      ADD_FAILURE() << "g bits 0x" << std::hex << g[i].bits << " u bits 0x" << u[i].bits << ": portable 0x"
+                    << want[i].bits << ", " << cpu::isa_name(isa) << " 0x" << got[i].bits << std::dec;
+  }
+  EXPECT_EQ(differ, 0) << "of " << g.size();
+}
+
+INSTANTIATE_TEST_SUITE_P(Paths, IsaSiluMul, ::testing::Values(Isa::kAvx2, Isa::kAvx512),
+                         [](const auto& info) { return std::string(cpu::isa_name(info.param)); });
+
 TEST(CpuIsa, PortableAlwaysSupportedAndFirst) {
   const auto isas = cpu::supported_isas();
   ASSERT_FALSE(isas.empty());
