@@ -11,7 +11,7 @@
 #pragma once
 
 #include "kernels/cpu/linear_simd.h"
-#include "kernels/cpu/simd_unroll.h"
+#include "kernels/cpu/simd_dots.h"
 
 namespace samebits::cpu::simd {
 
@@ -27,61 +27,15 @@ inline void widen_panel(const LinearTile& t, int64_t c0, int n) {
   }
 }
 
-// Where a block reads its weight columns: the widened panel (zero-padded: every 16-value group
-// is whole) or the bf16 rows themselves (few rows: widening once per use costs less than a panel;
-// the group that ends at K is read with a bound).
-template <typename V>
-struct PanelColumns {
-  const float* panel;
-  int64_t ld;
-  typename V::X load(int c, int64_t k) const { return V::load(panel + c * ld + k); }
-  typename V::X load_tail(int c, int64_t k, int) const { return load(c, k); }
-};
-
-template <typename V>
-struct WeightColumns {
-  const bf16* w;  // the block's first column
-  int64_t K;
-  typename V::X load(int c, int64_t k) const { return V::widen(w + c * K + k); }
-  typename V::X load_tail(int c, int64_t k, int n) const { return V::widen_tail(w + c * K + k, n); }
-};
-
-// Part [k0, end) of outputs (rows r0.., columns 0..C-1 of cols), from +0, in lane order: element
-// r * C + c of the result.
-template <typename V, int R, int C, typename Cols>
-inline typename V::Sums part_sums(const LinearTile& t, const float* x, const Cols& cols, int64_t k0,
-                                  int64_t end) {
-  static_assert(R * C <= V::kGroup, "one tree group per block");
-  typename V::Acc acc[V::kGroup];
-  SAMEBITS_UNROLL
-  for (int i = 0; i < V::kGroup; ++i) acc[i] = V::zero();
-  const int64_t ld = t.padded_K;
-  auto step = [&](int64_t k, auto load_column) {
-    typename V::X xv[R];
-    SAMEBITS_UNROLL
-    for (int r = 0; r < R; ++r) xv[r] = V::load(x + r * ld + k);
-    SAMEBITS_UNROLL
-    for (int c = 0; c < C; ++c) {
-      const typename V::X wv = load_column(c);
-      SAMEBITS_UNROLL
-      for (int r = 0; r < R; ++r) V::add_product(acc[r * C + c], xv[r], wv);
-    }
-  };
-  const int64_t whole_end = std::min(end, t.K / 16 * 16);
-  int64_t k = k0;
-  for (; k < whole_end; k += 16) step(k, [&](int c) { return cols.load(c, k); });
-  if (k < end) step(k, [&](int c) { return cols.load_tail(c, k, int(t.K - k)); });  // the group ending at K
-  return V::trees(acc);
-}
-
 // Outputs of rows [r0, r0 + R) x columns [c0, c0 + C): the part sums added in part order (parts
 // beginning at or past K are empty and skipped, as in linear.cpp).
 template <typename V, int R, int C, typename Cols>
 inline void block(const LinearTile& t, const Cols& cols, int64_t r0, int64_t c0) {
   const float* x = t.x + r0 * t.padded_K;
-  typename V::Sums total = part_sums<V, R, C>(t, x, cols, 0, std::min(t.part_len, t.padded_K));
+  const int64_t ld = t.padded_K;
+  typename V::Sums total = dot_block<V, R, C>(x, ld, t.K, cols, 0, std::min(t.part_len, ld));
   for (int64_t k0 = t.part_len; k0 < t.K; k0 += t.part_len)
-    total = V::sum(total, part_sums<V, R, C>(t, x, cols, k0, std::min(k0 + t.part_len, t.padded_K)));
+    total = V::sum(total, dot_block<V, R, C>(x, ld, t.K, cols, k0, std::min(k0 + t.part_len, ld)));
   float out[V::kGroup];
   V::store(out, total);
   for (int r = 0; r < R; ++r)
@@ -102,9 +56,9 @@ inline void rows_without_panel(const LinearTile& t) {
   for (int64_t r0 = 0; r0 < t.rows; ++r0) {
     int64_t c0 = 0;
     for (; c0 + V::kGroup <= t.cols; c0 += V::kGroup)
-      block<V, 1, V::kGroup>(t, WeightColumns<V>{t.w + c0 * t.K, t.K}, r0, c0);
-    for (; c0 + 4 <= t.cols; c0 += 4) block<V, 1, 4>(t, WeightColumns<V>{t.w + c0 * t.K, t.K}, r0, c0);
-    for (; c0 < t.cols; ++c0) block<V, 1, 1>(t, WeightColumns<V>{t.w + c0 * t.K, t.K}, r0, c0);
+      block<V, 1, V::kGroup>(t, StridedColumns<V>{t.w + c0 * t.K, t.K}, r0, c0);
+    for (; c0 + 4 <= t.cols; c0 += 4) block<V, 1, 4>(t, StridedColumns<V>{t.w + c0 * t.K, t.K}, r0, c0);
+    for (; c0 < t.cols; ++c0) block<V, 1, 1>(t, StridedColumns<V>{t.w + c0 * t.K, t.K}, r0, c0);
   }
 }
 

@@ -19,7 +19,11 @@
 #include "kernels/cpu/cpu_ops.h"
 #include "kernels/cpu/exp_simd.h"
 #include "kernels/fixed_math.h"
+#include "kernels/attention_math.h"
+#include "kernels/cpu/attention_simd.h"
 #include "kernels/cpu/isa.h"
+#include "kernels/cpu/lanes.h"
+#include "tests/kernels/attention_reference.h"
 #include "tests/support/test_support.h"
 
 namespace samebits::testing {
@@ -186,6 +190,124 @@ TEST_P(IsaSiluMul, SameBitsAsPortable) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Paths, IsaSiluMul, ::testing::Values(Isa::kAvx2, Isa::kAvx512),
+                         [](const auto& info) { return std::string(cpu::isa_name(info.param)); });
+
+// attention: one mixed step (prefills with and without cached keys, decodes, ranges longer and
+// shorter than a key block of the vector paths) per shape, mode and path; the outputs of the vector
+// path against the portable one bitwise. Shapes: GQA groups of 2, 3 and 4 heads (odd groups leave
+// a single head), head_dim with and without a tail below 16.
+struct IsaAttentionCase {
+  Isa isa;
+  Mode mode;
+  AttnShape shape;
+  std::string name() const {
+    return absl::StrCat(std::string(cpu::isa_name(isa)), "_", std::string(mode_name(mode)), "_", shape.name());
+  }
+};
+void PrintTo(const IsaAttentionCase& c, std::ostream* os) { *os << c.name(); }
+
+std::vector<IsaAttentionCase> isa_attention_cases() {
+  std::vector<IsaAttentionCase> out;
+  for (Isa isa : {Isa::kAvx2, Isa::kAvx512})
+    for (Mode mode : {Mode::kDefault, Mode::kInvariant})
+      for (AttnShape shape : {AttnShape{4, 2, 64, 16}, AttnShape{6, 2, 72, 8}, AttnShape{8, 2, 40, 16}, AttnShape{1, 1, 6, 4}})
+        out.push_back({isa, mode, shape});
+  return out;
+}
+
+// The outputs of one seeded mixed step under a path (and optionally a plan), concatenated.
+std::vector<bf16> attention_step_under(Isa isa, const IsaAttentionCase& c) {
+  ScopedIsa scoped(isa);
+  PagedCache cache(c.shape, 400, 7);
+  std::vector<SeqData> seqs;
+  const int64_t lens[] = {300, 37, 129, 17, 90};
+  for (int i = 0; i < 5; ++i) seqs.push_back(make_seq_data(c.shape, lens[i], 100 + i, 4.f));
+  // (cached, q_len) per sequence: decode after a long context, prefill over cached keys, fresh
+  // prefill, decode of a short one, prefill chunk in the middle.
+  const std::pair<int64_t, int64_t> steps[] = {{299, 1}, {20, 17}, {0, 129}, {16, 1}, {40, 50}};
+  std::vector<StepPart> parts;
+  for (int i = 0; i < 5; ++i) {
+    absl::StatusOr<int> id = cache.add_sequence(seqs[i].len);
+    EXPECT_TRUE(id.ok());
+    EXPECT_TRUE(write_prefix(cache, *id, seqs[i], 0, steps[i].first).ok());
+    parts.push_back({*id, &seqs[i], steps[i].first, steps[i].second});
+  }
+  StepOptions o;
+  o.mode = c.mode;
+  o.num_threads = 2;
+  absl::StatusOr<StepResult> r = run_step(cache, parts, o);
+  EXPECT_TRUE(r.ok()) << r.status();
+  std::vector<bf16> all;
+  if (r.ok())
+    for (const auto& rows : r->outputs) all.insert(all.end(), rows.begin(), rows.end());
+  return all;
+}
+
+class IsaAttention : public ::testing::TestWithParam<IsaAttentionCase> {};
+
+TEST_P(IsaAttention, SameBitsAsPortable) {
+  const IsaAttentionCase c = GetParam();
+  if (!cpu::isa_supported(c.isa)) GTEST_SKIP() << "this CPU has no " << cpu::isa_name(c.isa);
+  const std::vector<bf16> portable = attention_step_under(Isa::kPortable, c);
+  const std::vector<bf16> vector = attention_step_under(c.isa, c);
+  ASSERT_FALSE(portable.empty());
+  EXPECT_TRUE(bitwise_equal(portable, vector)) << c.name() << ": first differing output " << first_difference(portable, vector);
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, IsaAttention, ::testing::ValuesIn(isa_attention_cases()),
+                         [](const auto& info) { return info.param.name(); });
+
+// The vector kernels' fp32 results before any bf16 rounding: scores equal dot_lanes(q, k) * scale
+// and the value accumulators equal attention_accumulate_value's key-by-key sums, bitwise; the
+// inverse: a plain sequential dot of the same rows differs from the lane order somewhere, so the
+// fp32 comparison sees an order change.
+class IsaAttentionFp32 : public ::testing::TestWithParam<Isa> {};
+
+TEST_P(IsaAttentionFp32, ScoresAndValuesEqualTheLaneFormulas) {
+  const Isa isa = GetParam();
+  if (!cpu::isa_supported(isa)) GTEST_SKIP() << "this CPU has no " << cpu::isa_name(isa);
+  const int group = 3, hd = 72, len = 37;
+  const int64_t q_stride = 80;
+  const auto qb = random_bf16(size_t(group * hd), 31, 4.f);
+  const auto kb = random_bf16(size_t(len * hd), 32, 2.f);
+  const auto vb = random_bf16(size_t(len * hd), 33, 2.f);
+  std::vector<float> q(size_t(group * q_stride), 0.f);
+  for (int g = 0; g < group; ++g)
+    for (int d = 0; d < hd; ++d) q[g * q_stride + d] = to_float(qb[g * hd + d]);
+  std::vector<const bf16*> k_rows, v_rows;
+  for (int j = 0; j < len; ++j) {
+    k_rows.push_back(&kb[size_t(j * hd)]);
+    v_rows.push_back(&vb[size_t(j * hd)]);
+  }
+  const float scale = 0.117851130f;
+  std::vector<float> scores(size_t(group * len));
+  const cpu::AttentionScoresJob sj{q.data(), q_stride, group, hd, scale, k_rows.data(), len, scores.data()};
+  isa == Isa::kAvx512 ? cpu::attention_scores_avx512(sj) : cpu::attention_scores_avx2(sj);
+  int sequential_differs = 0;
+  for (int g = 0; g < group; ++g) {
+    for (int j = 0; j < len; ++j) {
+      const float want = cpu::dot_lanes(&q[g * q_stride], k_rows[j], hd) * scale;
+      EXPECT_EQ(float_bits(want), float_bits(scores[g * len + j])) << "head " << g << " key " << j;
+      float sequential = 0.f;
+      for (int d = 0; d < hd; ++d) sequential = sequential + q[g * q_stride + d] * to_float(k_rows[j][d]);
+      sequential_differs += float_bits(sequential * scale) != float_bits(want);
+    }
+  }
+  EXPECT_GT(sequential_differs, 0) << "a sequential dot gave the lane order's bits everywhere: the check is blind";
+
+  std::vector<float> e(size_t(group * len));
+  for (size_t i = 0; i < e.size(); ++i) e[i] = fixed_expf(-float(i % 17) * 0.37f);
+  std::vector<float> acc(size_t(group * hd), 0.f), want(acc);
+  std::vector<float*> heads;
+  for (int g = 0; g < group; ++g) heads.push_back(&acc[size_t(g * hd)]);
+  const cpu::AttentionValuesJob vj{e.data(), v_rows.data(), len, group, hd, heads.data()};
+  isa == Isa::kAvx512 ? cpu::attention_values_avx512(vj) : cpu::attention_values_avx2(vj);
+  for (int g = 0; g < group; ++g)
+    for (int j = 0; j < len; ++j) attention_accumulate_value(e[g * len + j], v_rows[j], &want[size_t(g * hd)], hd);
+  for (size_t i = 0; i < acc.size(); ++i) EXPECT_EQ(float_bits(want[i]), float_bits(acc[i])) << "value element " << i;
+}
+
+INSTANTIATE_TEST_SUITE_P(Paths, IsaAttentionFp32, ::testing::Values(Isa::kAvx2, Isa::kAvx512),
                          [](const auto& info) { return std::string(cpu::isa_name(info.param)); });
 
 TEST(CpuIsa, PortableAlwaysSupportedAndFirst) {
