@@ -1,4 +1,4 @@
-// Attention's vector paths (kernels/cpu/attention_avx2.cpp, attention_avx512.cpp), chosen at run
+// Attention's vector paths (kernels/cpu/vector_avx2.cpp, vector_avx512.cpp), chosen at run
 // time by kernels/cpu/isa.h; attention.cpp holds the portable path and calls these in its place.
 // Both compute exactly kernels/attention_math.h's roundings:
 //   scores: s[g][j] = dot_lanes(q_g, k_j) * scale, the 16-lane order of kernels/cpu/lanes.h for

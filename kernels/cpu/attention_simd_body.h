@@ -1,5 +1,5 @@
-// Attention's vector bodies (kernels/cpu/attention_simd.h), included by attention_avx2.cpp and
-// attention_avx512.cpp after their target pragma; V supplies the instructions.
+// Attention's vector bodies (kernels/cpu/attention_simd.h), included by vector_avx2.cpp and
+// vector_avx512.cpp after their target pragma; V supplies the instructions.
 //   scores: blocks of R heads x C keys (R * C = V::kGroup products), dot_block per block;
 //   values: blocks of G heads x NC 16-value slices of head_dim, kept in registers over every key
 //     of the range; the key's value slices are widened once for the G heads.

@@ -1,6 +1,7 @@
-// fixed_expf on W lanes with GCC vector types, included after a target pragma by exp_avx2.cpp and
-// exp_avx512.cpp. Each line is the lane-wise image of a line of fixed_expf (kernels/fixed_math.h).
+// fixed_expf on W lanes with GCC vector types, included after a target pragma by vector_avx2.cpp and
+// vector_avx512.cpp. Each line is the lane-wise image of a line of fixed_expf (kernels/fixed_math.h).
 #pragma once
+#include "kernels/cpu/bf16_lanes.h"
 #include "kernels/cpu/exp_simd.h"
 #include "kernels/fixed_math.h"
 
@@ -41,36 +42,13 @@ inline void fixed_expf_lanes(const float* in, float* out) {
   std::memcpy(out, &result, sizeof result);
 }
 
-// bf16 bits (in the low half of each int) -> fp32, and to_bf16 (kernels/bf16.h) lane by lane:
-// quiet NaN with the sign kept, otherwise round to nearest even.
-template <typename vf, typename vi>
-inline vf widen_bf16_lanes(vi bits16) {
-  return (vf)(bits16 << 16);
-}
-template <typename vf, typename vi>
-inline vi narrow_bf16_lanes(vf f) {
-  typedef uint32_t vu __attribute__((vector_size(sizeof(vi))));  // unsigned: wrapping add, logical shift
-  const vu u = (vu)f;
-  const vi nan = ((u & 0x7f800000u) == 0x7f800000u) & ((u & 0x007fffffu) != 0u);
-  const vi rounded = (vi)((u + (0x7fffu + ((u >> 16) & 1u))) >> 16);
-  const vi quiet = (vi)((u >> 16) | 0x0040u);
-  return nan ? quiet : rounded;
-}
-
 // silu_mul (kernels/cpu/silu_mul.cpp) on W values: y = bf16(bf16(g / (1 + fixed_expf(-g))) * u).
 template <typename vf, typename vi>
 inline void silu_mul_lanes(const bf16* g, const bf16* u, bf16* y) {
-  constexpr int W = sizeof(vf) / sizeof(float);
-  vi gi, ui;
-  for (int i = 0; i < W; ++i) {
-    gi[i] = g[i].bits;
-    ui[i] = u[i].bits;
-  }
-  const vf gv = widen_bf16_lanes<vf, vi>(gi);
+  const vf gv = load_bf16_lanes<vf, vi>(g);
   const vf act = gv / (1.0f + fixed_expf_lanes<vf, vi>(-gv));
   const vf rounded_act = widen_bf16_lanes<vf, vi>(narrow_bf16_lanes<vf, vi>(act));
-  const vi out = narrow_bf16_lanes<vf, vi>(rounded_act * widen_bf16_lanes<vf, vi>(ui));
-  for (int i = 0; i < W; ++i) y[i].bits = uint16_t(out[i]);
+  store_bf16_lanes<vf, vi>(y, narrow_bf16_lanes<vf, vi>(rounded_act * load_bf16_lanes<vf, vi>(u)));
 }
 
 template <typename vf, typename vi>

@@ -1,4 +1,4 @@
-// The linear kernel's vector paths (kernels/cpu/linear_avx2.cpp, linear_avx512.cpp), chosen at run
+// The linear kernel's vector paths (kernels/cpu/vector_avx2.cpp, vector_avx512.cpp), chosen at run
 // time by kernels/cpu/isa.h. Each computes a tile of outputs with exactly linear.cpp's arithmetic:
 // per split-K part, 16 lanes (lane l: k = l, l+16, ... from +0, one rounded product then one rounded
 // add each), the lanes.h pairwise tree, the part sums added in part order. A vector holds lanes of

@@ -1,5 +1,5 @@
-// The tile loop shared by the vector paths of linear (included by linear_avx2.cpp and
-// linear_avx512.cpp after their target pragma; V supplies the instructions).
+// The tile loop shared by the vector paths of linear (included by vector_avx2.cpp and
+// vector_avx512.cpp after their target pragma; V supplies the instructions).
 //
 // Weight reuse: kLinearPanelColumns columns of the weight are widened to fp32 once (the panel) and
 // used by every row of the tile. Register blocking: R rows x C columns of outputs per pass over a

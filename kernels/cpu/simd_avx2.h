@@ -1,7 +1,7 @@
 // The AVX2 instructions behind the CPU kernels' vector bodies (linear, attention, rmsnorm): two ymm
 // hold the 16 lanes of one fixed-lane reduction (kernels/cpu/lanes.h: lanes 0-7 and 8-15), and
 // trees() combines the lanes of 4 reductions side by side, operands in lanes.h's order. Included
-// only by the *_avx2.cpp files, after their target pragma. No FMA anywhere: the portable path
+// only by kernels/cpu/vector_avx2.cpp, after their target pragma. No FMA anywhere: the portable path
 // rounds each product and each sum.
 #pragma once
 #include <immintrin.h>

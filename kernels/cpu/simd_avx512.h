@@ -1,7 +1,7 @@
 // The AVX-512 (F, BW, VL) instructions behind the CPU kernels' vector bodies (linear, attention,
 // rmsnorm): one zmm holds the 16 lanes of one fixed-lane reduction (kernels/cpu/lanes.h: element l
 // is lane l), and trees() combines the lanes of 16 reductions side by side, operands in lanes.h's
-// order. Included only by the *_avx512.cpp files, after their target pragma. No FMA anywhere: the
+// order. Included only by kernels/cpu/vector_avx512.cpp, after their target pragma. No FMA anywhere: the
 // portable path rounds each product and each sum.
 #pragma once
 #include <immintrin.h>

@@ -310,6 +310,76 @@ TEST_P(IsaAttentionFp32, ScoresAndValuesEqualTheLaneFormulas) {
 INSTANTIATE_TEST_SUITE_P(Paths, IsaAttentionFp32, ::testing::Values(Isa::kAvx2, Isa::kAvx512),
                          [](const auto& info) { return std::string(cpu::isa_name(info.param)); });
 
+// rmsnorm: row blocks of every size (rows 1..40: partial blocks of 16 and of the AVX2 trees' 4),
+// dims with and without tails, split parts 1..8 (default mode's plans; 1 is invariant mode's),
+// with and without the fused residual add, in place and not; outputs and residual bitwise.
+struct IsaNormCase {
+  Isa isa;
+  int64_t rows, dim;
+  int parts;
+  bool residual, in_place;
+  std::string name() const {
+    return absl::StrCat(std::string(cpu::isa_name(isa)), "_rows", rows, "_dim", dim, "_parts", parts,
+                        residual ? "_residual" : "", in_place ? "_inplace" : "");
+  }
+};
+void PrintTo(const IsaNormCase& c, std::ostream* os) { *os << c.name(); }
+
+std::vector<IsaNormCase> isa_norm_cases() {
+  std::vector<IsaNormCase> out;
+  for (Isa isa : {Isa::kAvx2, Isa::kAvx512})
+    for (auto [rows, dim] : {std::pair<int64_t, int64_t>{1, 256}, {5, 64}, {17, 72}, {40, 256}, {3, 37}, {33, 1000}})
+      for (int parts : {1, 2, 8})
+        out.push_back({isa, rows, dim, parts, (rows + parts) % 2 == 1, parts == 2});
+  return out;
+}
+
+// y and the updated residual of one call under a path.
+std::string norm_bytes(Isa isa, const IsaNormCase& c) {
+  ScopedIsa scoped(isa);
+  const size_t n = size_t(c.rows * c.dim);
+  std::vector<bf16> x = random_bf16(n, 41, 3.f), res = random_bf16(n, 42, 3.f), w = random_bf16(size_t(c.dim), 43);
+  std::vector<bf16> y(n);
+  RmsNormArgs a;
+  a.x = x.data();
+  a.residual = c.residual ? res.data() : nullptr;
+  a.weight = w.data();
+  a.rows = c.rows;
+  a.dim = c.dim;
+  a.eps = 1e-6f;
+  a.plan.parts = c.parts;
+  a.y = c.in_place ? x.data() : y.data();
+  ExecContext ctx;
+  ctx.num_threads = 2;
+  EXPECT_TRUE(cpu_rmsnorm(ctx, a).ok());
+  const std::vector<bf16>& out = c.in_place ? x : y;
+  std::string bytes(reinterpret_cast<const char*>(out.data()), n * sizeof(bf16));
+  if (c.residual) bytes.append(reinterpret_cast<const char*>(res.data()), n * sizeof(bf16));
+  return bytes;
+}
+
+class IsaNorm : public ::testing::TestWithParam<IsaNormCase> {};
+
+TEST_P(IsaNorm, SameBitsAsPortable) {
+  const IsaNormCase c = GetParam();
+  if (!cpu::isa_supported(c.isa)) GTEST_SKIP() << "this CPU has no " << cpu::isa_name(c.isa);
+  const std::string portable = norm_bytes(Isa::kPortable, c), vector = norm_bytes(c.isa, c);
+  EXPECT_TRUE(portable == vector) << c.name() << ": first differing byte "
+                                  << std::mismatch(portable.begin(), portable.end(), vector.begin()).first - portable.begin();
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, IsaNorm, ::testing::ValuesIn(isa_norm_cases()),
+                         [](const auto& info) { return info.param.name(); });
+
+// The comparison can see a difference: another part count changes some output of the same rows
+// (a 1-ulp change of a sum of squares reaches a bf16 output only now and then: many rows).
+TEST(IsaNorm, ComparisonSeesAnotherSplit) {
+  const IsaNormCase one{Isa::kPortable, 2000, 1000, 1, false, false};
+  IsaNormCase eight = one;
+  eight.parts = 8;
+  EXPECT_NE(norm_bytes(Isa::kPortable, one), norm_bytes(Isa::kPortable, eight));
+}
+
 TEST(CpuIsa, PortableAlwaysSupportedAndFirst) {
   const auto isas = cpu::supported_isas();
   ASSERT_FALSE(isas.empty());
