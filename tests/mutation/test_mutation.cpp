@@ -1,11 +1,13 @@
 // The mutation suite on the CPU backend (label mutation): every planted variance source must be
-// caught by the engine sweep AND turn the scenario gate red; every miss fails. The control: the
-// real backend passes the same gate (its sweep is EngineInvariance's, label determinism).
+// caught by a sweep (engine or op) AND turn the scenario gate red; every miss fails. The controls:
+// the real backend passes the same gate and the op sweeps (its engine sweep is EngineInvariance's,
+// label determinism).
 #include <gtest/gtest.h>
 
 #include <cstdio>
 
 #include "tests/mutation/detection.h"
+#include "tests/mutation/op_sweep.h"
 
 namespace samebits::testing {
 namespace {
@@ -16,6 +18,10 @@ TEST(MutationSuite, RealCpuBackendPassesTheGate) {
   GateOutcome gate = run_gate(cpu_backend(), kGateThreads);
   EXPECT_EQ(gate.exit_code, 0) << gate.state << ": " << gate.detail;
   EXPECT_EQ(gate.state, "pass") << gate.detail;
+}
+
+TEST(MutationSuite, RealCpuBackendPassesTheOpSweeps) {
+  EXPECT_EQ(op_sweeps(cpu_backend()), "");
 }
 
 TEST(MutationSuite, EveryPlantedSourceIsCaughtOnCpu) {
