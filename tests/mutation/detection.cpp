@@ -85,6 +85,7 @@ Detection detect(const Backend& real, const Mutant& mutant, int gate_threads) {
 
 std::string detection_table(const std::string& backend_id, const std::vector<Detection>& rows) {
   auto mark = [](bool caught) { return caught ? "caught" : "MISSED"; };
+  auto seen = [](bool caught) { return caught ? "caught" : "-"; };  // one sweep of the two
   std::string out = absl::StrFormat(
       "mutation detection table, backend %s (sweep = engine or op sweep; gate = golden check)\n", backend_id);
   out += absl::StrFormat("| %-20s | %-12s | %-8s | %-8s | %-8s |\n", "source", "engine sweep", "op sweep", "sweep",
@@ -92,8 +93,8 @@ std::string detection_table(const std::string& backend_id, const std::vector<Det
   out += absl::StrFormat("|%s|%s|%s|%s|%s|\n", std::string(22, '-'), std::string(14, '-'), std::string(10, '-'),
                          std::string(10, '-'), std::string(10, '-'));
   for (const Detection& d : rows) {
-    out += absl::StrFormat("| %-20s | %-12s | %-8s | %-8s | %-8s |\n", d.source, mark(d.engine_caught),
-                           mark(d.ops_caught), mark(d.sweep_caught), mark(d.gate_caught));
+    out += absl::StrFormat("| %-20s | %-12s | %-8s | %-8s | %-8s |\n", d.source, seen(d.engine_caught),
+                           seen(d.ops_caught), mark(d.sweep_caught), mark(d.gate_caught));
   }
   for (const Detection& d : rows) {
     out += absl::StrFormat("  %s\n    sweep: %s\n    gate:  %s\n", d.source, d.sweep_detail, d.gate_detail);
