@@ -24,6 +24,21 @@ TEST(MutationSuite, RealCpuBackendPassesTheOpSweeps) {
   EXPECT_EQ(op_sweeps(cpu_backend()), "");
 }
 
+// The op sweeps' inverse: each sees the source it is built for (the control above: the real
+// backend passes them).
+TEST(MutationSuite, EachOpSweepSeesTheSourceItIsBuiltFor) {
+  struct Case {
+    VarianceSource source;
+    std::string (*sweep)(const Backend&);
+    const char* name;
+  };
+  const Case cases[] = {{VarianceSource::kSplitKByM, linear_op_sweep, "linear / split-K by M"},
+                        {VarianceSource::kGemmAlgorithmByM, linear_op_sweep, "linear / GEMM algorithm by M"},
+                        {VarianceSource::kRmsNormSplitFewRows, rmsnorm_op_sweep, "rmsnorm / split rows"},
+                        {VarianceSource::kRngByBatchRow, sample_op_sweep, "sample / RNG by batch row"}};
+  for (const Case& c : cases) EXPECT_NE(c.sweep(mutant_backend(cpu_backend(), c.source)), "") << c.name;
+}
+
 TEST(MutationSuite, EveryPlantedSourceIsCaughtOnCpu) {
   std::vector<Detection> rows;
   for (const Mutant& m : all_mutants()) {
