@@ -27,7 +27,7 @@ ExperimentOptions options_of(const RunArgs& a) {
 
 std::string golden_file(const RunArgs& a, const Experiment& e) {
   const std::string dir = a.golden_dir.empty() ? default_golden_dir(a.scenario) : a.golden_dir;
-  return golden_path(dir, e.scenario.name, e.backend->id);
+  return golden_path(dir, e.scenario.name, e.backend_id);
 }
 
 absl::Status write_outputs(const RunArgs& a, const Experiment& e) {
@@ -37,8 +37,10 @@ absl::Status write_outputs(const RunArgs& a, const Experiment& e) {
     if (absl::Status s = write_file_atomically(a.markdown, format_markdown(e.results)); !s.ok()) return s;
   if (!a.junit.empty())
     if (absl::Status s = write_file_atomically(a.junit, format_junit(e.results)); !s.ok()) return s;
-  if (!a.trace.empty())
+  if (!a.trace.empty()) {
+    if (e.scenario.target) return absl::InvalidArgumentError("--trace: client mode has no engine schedule to record");
     if (absl::Status s = write_trace(e.trace(), a.trace); !s.ok()) return s;
+  }
   return absl::OkStatus();
 }
 
@@ -49,11 +51,10 @@ absl::StatusOr<Experiment> run_and_check(const RunArgs& a, bool keep_records, st
   // Read the golden first: a malformed golden file is an input error before minutes of work.
   auto sc = load_with_overrides(a.scenario, o);
   if (!sc.ok()) return sc.status();
-  std::string why;
-  const Backend* backend = find_backend(sc->backend, &why);
-  if (!backend) return absl::FailedPreconditionError(absl::StrCat("backend ", sc->backend, ": ", why));
+  auto backend_id = scenario_backend_id(*sc);
+  if (!backend_id.ok()) return backend_id.status();
   const std::string dir = a.golden_dir.empty() ? default_golden_dir(a.scenario) : a.golden_dir;
-  auto golden = read_golden(golden_path(dir, sc->name, backend->id));
+  auto golden = read_golden(golden_path(dir, sc->name, *backend_id));
   if (!golden.ok()) return golden.status();
   auto e = run_experiment(a.scenario, o);
   if (!e.ok()) return e.status();

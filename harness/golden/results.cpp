@@ -40,6 +40,7 @@ double ModeResult::tokens_per_second() const {
 }
 
 std::string ModeResult::main_text() const {
+  if (!decoded_main_text.empty()) return decoded_main_text;
   return groups.empty() ? "" : decode_text(groups[0].tokens, 0, groups[0].tokens.size());
 }
 
@@ -61,7 +62,9 @@ std::string decode_text(const std::vector<int32_t>& tokens, size_t begin, size_t
   return text;
 }
 
-ModeResult analyze_mode(Mode mode, std::vector<TargetObservation> obs, const RunFigures& figures) {
+ModeResult analyze_mode(Mode mode, std::vector<TargetObservation> obs, const RunFigures& figures,
+                        const TokenDecoder& decoder) {
+  const TokenDecoder decode = decoder ? decoder : TokenDecoder(decode_text);
   std::sort(obs.begin(), obs.end(), [](const auto& a, const auto& b) { return a.sample < b.sample; });
   ModeResult r;
   r.mode = mode;
@@ -117,10 +120,11 @@ ModeResult analyze_mode(Mode mode, std::vector<TargetObservation> obs, const Run
     CompletionGroup& other = r.groups[g];
     other.fork_position = first_token_difference(other.tokens, main.tokens);
     const size_t fork = size_t(other.fork_position);
-    other.text_before = decode_text(main.tokens, fork > kForkContext ? fork - kForkContext : 0, fork);
-    other.text_main = decode_text(main.tokens, fork, fork + kForkContext);
-    other.text_this = decode_text(other.tokens, fork, fork + kForkContext);
+    other.text_before = decode(main.tokens, fork > kForkContext ? fork - kForkContext : 0, fork);
+    other.text_main = decode(main.tokens, fork, fork + kForkContext);
+    other.text_this = decode(other.tokens, fork, fork + kForkContext);
   }
+  if (decoder) r.decoded_main_text = decode(main.tokens, 0, main.tokens.size());
 
   for (size_t i = 0; i < obs.size(); ++i) {
     SampleSummary s;

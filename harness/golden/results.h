@@ -4,6 +4,7 @@
 // text on both sides of the fork; wall time and throughput. Round-trips through JSON.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -83,6 +84,10 @@ struct ModeResult {
   RunFigures figures;
   GoldenStatus golden;
 
+  // The main completion's text when the tokens are not the byte tokenizer's (client mode); else
+  // empty and main_text() decodes the bytes.
+  std::string decoded_main_text;
+
   int unique_completions() const { return int(groups.size()); }
   int unique_logit_streams() const { return int(streams.size()); }
   double tokens_per_second() const;
@@ -104,9 +109,13 @@ struct RunResults {
   const ModeResult* find(Mode m) const;
 };
 
+// Text of tokens [begin, end) of a completion.
+using TokenDecoder = std::function<std::string(const std::vector<int32_t>& tokens, size_t begin, size_t end)>;
+
 // Groups observations (in any order; sorted by sample here). Every observation needs steps and
-// tokens of equal length.
-ModeResult analyze_mode(Mode mode, std::vector<TargetObservation> observations, const RunFigures& figures);
+// tokens of equal length. `decode` gives the text around forks (default: decode_text).
+ModeResult analyze_mode(Mode mode, std::vector<TargetObservation> observations, const RunFigures& figures,
+                        const TokenDecoder& decode = {});
 
 // Text of `tokens` (byte tokenizer), specials dropped, control bytes other than \n shown as '?'.
 std::string decode_text(const std::vector<int32_t>& tokens, size_t begin, size_t end);

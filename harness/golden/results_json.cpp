@@ -66,6 +66,7 @@ absl::StatusOr<ModeResult> mode_from_json(const json& j, const std::string& file
   if (f.get("mode", &mode) && !parse_mode(mode)) f.fail("mode", "'" + mode + "' is not default or invariant");
   if (f.status().ok()) m.mode = *parse_mode(mode);
   f.get("samples", &m.samples);
+  if (j.contains("main_text") && j["main_text"].is_string()) m.decoded_main_text = j["main_text"].get<std::string>();
   f.get("first_token_divergence", &m.earliest_token_divergence);
   f.get("first_logit_divergence", &m.earliest_logit_divergence);
   f.get("samples_token_diverged", &m.samples_token_diverged);

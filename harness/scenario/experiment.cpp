@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "harness/report/report.h"
 #include "harness/scenario/live.h"
+#include "harness/client/client_run.h"
 
 namespace samebits {
 
@@ -16,8 +17,69 @@ absl::StatusOr<Scenario> load_with_overrides(const std::string& path, const Expe
   if (o.samples > 0) sc->samples = o.samples;
   if (!o.model.empty()) sc->model = o.model;
   if (o.clients > 0) sc->live.clients = o.clients;
+  if (o.in_process) sc->target.reset();
+  if (!o.target_url.empty()) {
+    if (!sc->target && o.target_model.empty())
+      return absl::InvalidArgumentError(absl::StrCat(path, ": --target-url needs --target-model (the scenario names no target)"));
+    if (!sc->target) sc->target = TargetSettings{};
+    sc->target->url = o.target_url;
+  }
+  if (!o.target_model.empty()) {
+    if (!sc->target) return absl::InvalidArgumentError(absl::StrCat(path, ": --target-model needs a target (--target-url)"));
+    sc->target->model = o.target_model;
+  }
   return sc;
 }
+
+absl::StatusOr<std::string> scenario_backend_id(const Scenario& sc) {
+  if (sc.target) return client::target_backend_id(sc.target->model);
+  std::string why;
+  const Backend* backend = find_backend(sc.backend, &why);
+  if (!backend) return absl::FailedPreconditionError(absl::StrCat("backend ", sc.backend, ": ", why));
+  return backend->id;
+}
+
+namespace {
+
+// Client mode: the workload against the scenario's target, one run labelled with the server's mode.
+absl::Status run_client_mode(Experiment& e, const ExperimentOptions& o) {
+  const TargetSettings& t = *e.scenario.target;
+  auto info = client::query_server(t);
+  if (!info.ok()) return absl::Status(info.status().code(), absl::StrCat(e.scenario.file, ": ", info.status().message()));
+  Mode mode = Mode::kDefault;
+  if (!t.mode.empty()) mode = *parse_mode(t.mode);
+  else if (info->mode) mode = *info->mode;
+  if (info->mode && *info->mode != mode)
+    return absl::InvalidArgumentError(absl::StrCat(e.scenario.file, ": target.mode: ", t.mode, " but the server runs in ",
+                                                   std::string(mode_name(*info->mode)), " mode"));
+  client::TokenTexts texts;
+  client::ClientRunFigures figures;
+  ProgressLine progress(std::string(mode_name(mode)), o.progress && ProgressLine::stderr_is_terminal());
+  auto run = client::run_against_target(e.scenario, e.workload, mode, &texts, &figures,
+                                        [&](int done, int total) { progress.update(done, total); });
+  progress.finish();
+  if (!run.ok()) return absl::Status(run.status().code(), absl::StrCat(t.url, ": ", run.status().message()));
+  RunResults& r = e.results;
+  r.scenario_name = e.scenario.name;
+  r.scenario_file = e.scenario.file;
+  r.scenario_hash = e.scenario.file_hash;
+  r.model_spec = t.model;
+  r.model_description = info->card;
+  r.weights_digest = info->is_samebits ? info->weights_digest : info->card_digest;
+  r.backend_id = e.backend_id;
+  r.backend_description = absl::StrCat(t.api, " API at ", t.url, info->is_samebits ? " (samebits serve, " + info->backend_id + ")" : "",
+                                       figures.samebits_digests ? "; digests over token ids and fp32 logits"
+                                                                : "; digests over returned tokens and logprobs");
+  r.kernel_set_version = info->kernel_set_version;
+  r.samples = e.workload.samples;
+  r.live = true;
+  r.modes.push_back(analyze_mode(mode, run->targets, run->figures,
+                                 [&](const std::vector<int32_t>& tokens, size_t b, size_t end) { return texts.decode(tokens, b, end); }));
+  e.runs.push_back(std::move(*run));
+  return absl::OkStatus();
+}
+
+}  // namespace
 
 RunResults make_results(const Scenario& sc, const ModelSource& model, const Backend& backend, int samples,
                         int threads, bool live, std::vector<ModeRun>& runs) {
@@ -43,6 +105,16 @@ absl::StatusOr<Experiment> run_experiment(const std::string& path, const Experim
   auto sc = load_with_overrides(path, o);
   if (!sc.ok()) return sc.status();
   e.scenario = std::move(*sc);
+  auto backend_id = scenario_backend_id(e.scenario);
+  if (!backend_id.ok()) return backend_id.status();
+  e.backend_id = *backend_id;
+  if (e.scenario.target) {
+    auto workload = generate_workload(e.scenario);
+    if (!workload.ok()) return workload.status();
+    e.workload = std::move(*workload);
+    if (absl::Status s = run_client_mode(e, o); !s.ok()) return s;
+    return e;
+  }
   std::string why;
   e.backend = find_backend(e.scenario.backend, &why);
   if (!e.backend) return absl::FailedPreconditionError(absl::StrCat("backend ", e.scenario.backend, ": ", why));
