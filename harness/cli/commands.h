@@ -15,6 +15,7 @@ struct RunArgs {
   std::string scenario;
   std::string mode = "";  // default | invariant | both; "" = the scenario's modes
   ExperimentOptions options;
+  bool progress = true;  // a progress line per mode on stderr where one belongs (a terminal, not CI)
   std::string json, markdown, junit, trace;
   std::string golden_dir;  // "" = default_golden_dir(scenario)
 };

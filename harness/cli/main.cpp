@@ -33,7 +33,7 @@ void add_run_options(CLI::App* cmd, RunArgs* a, bool full) {
     cmd->add_option("--clients", a->options.clients, "Live client threads (default: the scenario's)")
         ->check(CLI::Range(1, 256));
   }
-  cmd->add_flag_function("--no-progress", [a](int64_t) { a->options.progress = false; }, "No progress line on stderr");
+  cmd->add_flag_function("--no-progress", [a](int64_t) { a->progress = false; }, "No progress line on stderr");
 }
 
 void add_serve_options(CLI::App* cmd, serve::ServeOptions* o, std::string* mode) {
@@ -67,7 +67,6 @@ int main_impl(int argc, char** argv) {
                "Exit codes: 0 pass, 1 divergence in invariant mode or golden mismatch, 2 usage or input error."};
   app.require_subcommand(1);
   RunArgs run_args, check_args, update_args;
-  for (RunArgs* a : {&run_args, &check_args, &update_args}) a->options.progress = true;
 
   CLI::App* run = app.add_subcommand("run", "Run a scenario in its modes, check goldens, print the comparison table");
   add_run_options(run, &run_args, true);

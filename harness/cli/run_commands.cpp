@@ -1,6 +1,7 @@
 // run, golden check, golden update: one experiment, then goldens and outputs.
 #include <cstdio>
 #include <iostream>
+#include <memory>
 
 #include "absl/strings/str_cat.h"
 #include "harness/cli/commands.h"
@@ -17,8 +18,22 @@ int input_error(const std::string& message) {
 
 namespace {
 
+// One ProgressLine per mode on stderr, cleared when the mode ends.
+ProgressCallback progress_on_stderr() {
+  auto line = std::make_shared<std::unique_ptr<ProgressLine>>();
+  return [line](const ProgressEvent& e) {
+    if (e.finished) {
+      line->reset();
+      return;
+    }
+    if (!*line) *line = std::make_unique<ProgressLine>(std::string(mode_name(e.mode)), true);
+    (*line)->update(e.done, e.total);
+  };
+}
+
 ExperimentOptions options_of(const RunArgs& a) {
   ExperimentOptions o = a.options;
+  if (a.progress && ProgressLine::wanted_on_stderr()) o.progress = progress_on_stderr();
   if (a.mode == "default") o.modes = {Mode::kDefault};
   if (a.mode == "invariant") o.modes = {Mode::kInvariant};
   if (a.mode == "both") o.modes = {Mode::kDefault, Mode::kInvariant};

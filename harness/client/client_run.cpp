@@ -218,7 +218,11 @@ absl::StatusOr<ModeRun> run_against_target(const Scenario& sc, const Workload& w
         tokens += int64_t(choice->tokens.size());
         if (is_target) {
           records[size_t(a.sample)] = std::move(*choice);
-          if (progress) progress(++targets_done, workload.samples);
+          const int done = ++targets_done;
+          if (progress) {
+            std::lock_guard<std::mutex> lock(error_mu);  // the callback is not thread-safe
+            progress(done, workload.samples);
+          }
         }
         break;
       }

@@ -20,15 +20,21 @@ std::string format_junit(const RunResults& results);
 bool invariance_holds(const ModeResult& mode);
 bool mode_passes(const ModeResult& mode);
 
-// "\r[default] 120/1000 samples, 14.2 s" on stderr, at most every 200 ms, only when enabled
-// (by default: when stderr is a terminal).
+// "\r[default] 120/1000 samples (12%), 14.2 s, about 1 min 44 s left" on stderr, at most every
+// 200 ms, only when enabled. The time left is the elapsed time scaled by the samples still to come;
+// it is shown once a sample is done and a second has passed.
 class ProgressLine {
  public:
   explicit ProgressLine(std::string label, bool enabled);
-  static bool stderr_is_terminal();
+  // Whether a progress line belongs on stderr: a terminal, not a dumb one, and not a CI job (CI
+  // set; CI logs keep every carriage-return update as a line).
+  static bool wanted_on_stderr();
   void update(int done, int total);
   void finish();  // clears the line
   ~ProgressLine() { finish(); }
+
+  // The line's text (without the carriage return), for elapsed seconds.
+  static std::string format(const std::string& label, int done, int total, double elapsed_s);
 
  private:
   std::string label_;

@@ -3,7 +3,6 @@
 #include <filesystem>
 
 #include "absl/strings/str_cat.h"
-#include "harness/report/report.h"
 #include "harness/scenario/live.h"
 #include "harness/client/client_run.h"
 
@@ -54,10 +53,13 @@ absl::Status run_client_mode(Experiment& e, const ExperimentOptions& o) {
                                                    std::string(mode_name(*info->mode)), " mode"));
   client::TokenTexts texts;
   client::ClientRunFigures figures;
-  ProgressLine progress(std::string(mode_name(mode)), o.progress && ProgressLine::stderr_is_terminal());
-  auto run = client::run_against_target(e.scenario, e.workload, mode, &texts, &figures,
-                                        [&](int done, int total) { progress.update(done, total); });
-  progress.finish();
+  std::function<void(int, int)> report_samples;
+  if (o.progress) {
+    o.progress({mode, 0, e.workload.samples, false});
+    report_samples = [&](int done, int total) { o.progress({mode, done, total, false}); };
+  }
+  auto run = client::run_against_target(e.scenario, e.workload, mode, &texts, &figures, report_samples);
+  if (o.progress) o.progress({mode, run.ok() ? e.workload.samples : 0, e.workload.samples, true});
   if (!run.ok()) return absl::Status(run.status().code(), absl::StrCat(t.url, ": ", run.status().message()));
   RunResults& r = e.results;
   r.scenario_name = e.scenario.name;
@@ -126,11 +128,14 @@ absl::StatusOr<Experiment> run_experiment(const std::string& path, const Experim
   e.workload = std::move(*workload);
 
   for (Mode mode : e.scenario.modes) {
-    ProgressLine progress(std::string(mode_name(mode)), o.progress && ProgressLine::stderr_is_terminal());
-    RunSetup setup{&e.scenario, &e.model, e.backend, o.threads, o.keep_records || o.live,
-                   [&](int done, int total) { progress.update(done, total); }};
+    std::function<void(int, int)> report_samples;
+    if (o.progress) {
+      o.progress({mode, 0, e.workload.samples, false});
+      report_samples = [&](int done, int total) { o.progress({mode, done, total, false}); };
+    }
+    RunSetup setup{&e.scenario, &e.model, e.backend, o.threads, o.keep_records || o.live, report_samples};
     auto run = o.live ? run_live(setup, e.workload, mode) : run_simulated(setup, e.workload, mode);
-    progress.finish();
+    if (o.progress) o.progress({mode, run.ok() ? e.workload.samples : 0, e.workload.samples, true});
     if (!run.ok()) return absl::Status(run.status().code(), absl::StrCat(std::string(mode_name(mode)), " mode: ", run.status().message()));
     e.runs.push_back(std::move(*run));
   }

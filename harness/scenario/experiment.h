@@ -2,6 +2,7 @@
 // the backend, generate the seeded workload, serve it in each mode (simulated or live), and analyse
 // the digests into RunResults. The CLI and the determinism tests both start here.
 #pragma once
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -15,6 +16,17 @@
 
 namespace samebits {
 
+// Progress of one mode's run: `done` of `total` target samples complete. Called with done = 0 when
+// the mode starts, as samples complete, and once with finished = true when the mode's run ends
+// (also when it fails). The caller decides how (and whether) to show it.
+struct ProgressEvent {
+  Mode mode;
+  int done = 0;
+  int total = 0;
+  bool finished = false;
+};
+using ProgressCallback = std::function<void(const ProgressEvent&)>;
+
 struct ExperimentOptions {
   std::string backend;      // "" = the scenario's
   std::vector<Mode> modes;  // empty = the scenario's
@@ -24,7 +36,7 @@ struct ExperimentOptions {
   bool live = false;
   int clients = 0;          // live client threads; 0 = the scenario's
   bool keep_records = false;
-  bool progress = false;    // progress line on stderr
+  ProgressCallback progress;  // empty = no progress reported
   bool in_process = false;  // ignore the scenario's target: run the built-in engine
   std::string target_url;   // client mode: overrides target.url (or adds a target, with target_model)
   std::string target_model;

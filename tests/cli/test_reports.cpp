@@ -1,7 +1,12 @@
 // Reports from synthetic results: the table's columns, Markdown, JUnit XML (pass, failure,
-// skipped), and the progress line staying silent when disabled.
+// skipped), the progress line (time left; silent when disabled or in CI), and the experiment's
+// progress events.
+#include <cstdlib>
+#include <map>
+
 #include "gtest/gtest.h"
 #include "harness/report/report.h"
+#include "harness/scenario/experiment.h"
 #include "tests/golden/synthetic_results.h"
 
 namespace samebits {
@@ -73,6 +78,50 @@ TEST(Reports, DisabledProgressLinePrintsNothing) {
   }
   const std::string shown = ::testing::internal::GetCapturedStderr();
   EXPECT_NE(shown.find("[default] 3/10 samples"), std::string::npos) << shown;
+}
+
+TEST(Reports, ProgressLineEstimatesTheTimeLeft) {
+  // 250 of 1000 samples in 20 s: 750 more at the same rate take 60 s.
+  EXPECT_EQ(ProgressLine::format("default", 250, 1000, 20.0), "[default] 250/1000 samples (25%), 20.0 s, about 1 min 00 s left");
+  EXPECT_EQ(ProgressLine::format("invariant", 900, 1000, 9.0), "[invariant] 900/1000 samples (90%), 9.0 s, about 1 s left");
+  // No estimate before the first sample, in the first second, or when done.
+  EXPECT_EQ(ProgressLine::format("default", 0, 1000, 5.0), "[default] 0/1000 samples (0%), 5.0 s");
+  EXPECT_EQ(ProgressLine::format("default", 3, 1000, 0.5), "[default] 3/1000 samples (0%), 0.5 s");
+  EXPECT_EQ(ProgressLine::format("default", 1000, 1000, 80.0), "[default] 1000/1000 samples (100%), 80.0 s");
+}
+
+TEST(Reports, NoProgressLineInCi) {
+  // Whatever stderr is, CI=true keeps the line out of the log.
+  const char* old = std::getenv("CI");
+  const std::string saved = old ? old : "";
+  ::setenv("CI", "true", 1);
+  EXPECT_FALSE(ProgressLine::wanted_on_stderr());
+  if (old) ::setenv("CI", saved.c_str(), 1); else ::unsetenv("CI");
+}
+
+// The experiment reports each mode's progress through the caller's callback: from 0, never going
+// back, ending with one finished event at the full count; without a callback nothing is needed.
+TEST(Reports, ExperimentReportsProgressPerMode) {
+  ExperimentOptions o;
+  o.samples = 3;
+  o.threads = 1;
+  std::map<Mode, std::vector<ProgressEvent>> events;
+  o.progress = [&](const ProgressEvent& e) { events[e.mode].push_back(e); };
+  auto e = run_experiment(std::string(SAMEBITS_SOURCE_DIR) + "/scenarios/smoke.yaml", o);
+  ASSERT_TRUE(e.ok()) << e.status();
+  ASSERT_EQ(events.size(), e->scenario.modes.size());
+  for (const auto& [mode, list] : events) {
+    SCOPED_TRACE(std::string(mode_name(mode)));
+    ASSERT_GE(list.size(), 2u);
+    EXPECT_EQ(list.front().done, 0);
+    EXPECT_FALSE(list.front().finished);
+    for (size_t i = 1; i < list.size(); ++i) {
+      EXPECT_GE(list[i].done, list[i - 1].done);
+      EXPECT_EQ(list[i].total, 3);
+      EXPECT_EQ(list[i].finished, i + 1 == list.size());
+    }
+    EXPECT_EQ(list.back().done, 3);
+  }
 }
 
 }  // namespace
