@@ -1,5 +1,6 @@
 #include "harness/client/response_parse.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cstring>
 
@@ -100,6 +101,11 @@ absl::Status read_choice(Api api, const json& choice, const std::string& where, 
     if (ext)
       if (const json* d = member(*ext, "digest"); d && d->is_string()) out->digest = parse_digest_hex(d->get<std::string>());
   }
+  // Alternatives in one canonical order (completions send them as a JSON object, whose key order
+  // a reader may not keep): most likely first, then by token string.
+  for (size_t k = first; k < out->tokens.size(); ++k)
+    std::sort(out->tokens[k].top.begin(), out->tokens[k].top.end(),
+              [](const auto& a, const auto& b) { return a.second != b.second ? a.second > b.second : a.first < b.first; });
   if (const json* f = member(choice, "finish_reason"); f && f->is_string()) out->finish_reason = f->get<std::string>();
   return absl::OkStatus();
 }

@@ -29,7 +29,7 @@ struct TokenRecord {
   std::optional<int32_t> id;
   std::optional<std::string> text;
   std::optional<double> logprob;
-  std::vector<std::pair<std::string, double>> top;  // in the server's order
+  std::vector<std::pair<std::string, double>> top;  // most likely first, ties by token string
   std::optional<uint64_t> step_digest;              // samebits serve only
 };
 

@@ -2,6 +2,7 @@
 
 #include <pthread.h>
 #include <signal.h>
+#include <sys/socket.h>
 
 #include <cstdio>
 #include <thread>
@@ -219,6 +220,17 @@ int run_serve(const ServeOptions& o) {
     handle_generation(ctx, Api::kChat, req, res);
   });
 
+  // cpp-httplib listens with a backlog of 5 (fixed when Debian built it): a burst of connections
+  // overflows it and the kernel drops their handshakes. Keep the listening socket and listen again
+  // with the system's maximum (Linux lets listen() raise the backlog of a listening socket).
+  int listen_socket = -1;
+  server.set_socket_options([&listen_socket](socket_t sock) {
+    int yes = 1;
+    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+    listen_socket = sock;
+  });
+  server.set_read_timeout(60);
+  server.set_keep_alive_timeout(60);
   int port = o.port;
   if (port == 0) {
     port = server.bind_to_any_port(o.host);
@@ -226,6 +238,7 @@ int run_serve(const ServeOptions& o) {
   } else if (!server.bind_to_port(o.host, port)) {
     return fail(absl::StrCat("--host ", o.host, " --port ", port, ": cannot bind (in use, or not an address of this machine)"));
   }
+  if (listen_socket >= 0) ::listen(listen_socket, SOMAXCONN);
   std::printf("samebits serve: listening on http://%s:%d/v1 (model %s, backend %s, %s mode)\n", o.host.c_str(), port,
               ctx.name.c_str(), backend->id.c_str(), std::string(mode_name(o.mode)).c_str());
   std::fflush(stdout);
@@ -238,8 +251,8 @@ int run_serve(const ServeOptions& o) {
   server.listen_after_bind();
   if (server.is_running() || signals.joinable()) pthread_kill(signals.native_handle(), SIGTERM);
   signals.join();
-  const Health h = ctx.service->health();
   (*service)->stop();
+  const Health h = ctx.service->health();
   std::printf("samebits serve: stopped after %lld requests (%lld cancelled, %lld timed out)\n",
               static_cast<long long>(h.jobs_finished), static_cast<long long>(h.jobs_cancelled),
               static_cast<long long>(h.jobs_timed_out));
