@@ -1,6 +1,10 @@
 // Arguments of every op. Pointers are backend memory (host memory for the CPU backend, device
 // memory for CUDA). All tensors are dense, row-major, with the shapes given in the comments.
-// Every op takes the mode through the ExecContext; plans come from kernels/plan.h.
+// Every op takes the mode through the ExecContext. Ops whose reduction order the batch may change
+// take an explicit plan in their arguments (kernels/plan.h), built by the caller (the model) from
+// the mode and the batch: the kernels execute the plan they are given and decide nothing else, so a
+// test can see, force or vary every default-mode decision. A default-constructed plan is the
+// invariant one.
 #pragma once
 #include <cstdint>
 
@@ -23,6 +27,7 @@ struct LinearArgs {
   const bf16* w = nullptr;
   const bf16* bias = nullptr;  // optional (Qwen2 q/k/v)
   int64_t M = 0, N = 0, K = 0;
+  MatmulPlan plan;  // plan_matmul(mode, M, N, K, parallel_units)
   bf16* y = nullptr;
   float* y_f32 = nullptr;
 };
@@ -36,6 +41,7 @@ struct RmsNormArgs {
   const bf16* weight = nullptr;  // [dim]
   int64_t rows = 0, dim = 0;
   float eps = 1e-6f;
+  RowReducePlan plan;            // plan_row_reduce(mode, rows, dim, parallel_units)
   bf16* y = nullptr;             // [rows, dim]; may alias x
 };
 

@@ -17,8 +17,8 @@ int64_t floor_pow2(int64_t x) {
 }  // namespace
 
 std::string MatmulPlan::describe() const {
-  char buf[96];
-  std::snprintf(buf, sizeof buf, "matmul{tile_m=%d tile_n=%d split_k=%d}", tile_m, tile_n, split_k);
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "matmul{%s split_k=%d}", kind == Kind::kLibrary ? "library" : "fixed_order", split_k);
   return buf;
 }
 
@@ -37,17 +37,13 @@ std::string AttentionPlan::describe() const {
 
 MatmulPlan plan_matmul(Mode mode, int64_t M, int64_t N, int64_t K, int parallel_units) {
   MatmulPlan plan;
-  plan.tile_n = 64;
-  if (mode == Mode::kInvariant) {
-    plan.tile_m = 64;  // one tile configuration for every M
-    plan.split_k = 1;
-    return plan;
-  }
-  // Default: the tile follows the M bucket, and when the tiles cannot fill the machine the K
-  // dimension is split to make more work items (as cuBLAS does for small M). Parts hold at least
-  // 32 values of K.
-  plan.tile_m = M <= 8 ? 8 : M <= 32 ? 32 : M <= 128 ? 64 : 128;
-  int64_t tiles = ceil_div(M, plan.tile_m) * ceil_div(N, plan.tile_n);
+  if (mode == Mode::kInvariant) return plan;  // fixed order, one part, for every M
+  // Default: the library's choice. Modelled as a GPU library makes it: tiles of 64 columns and an
+  // M bucket of rows; when the tiles cannot fill the machine the K dimension is split to make more
+  // work items (as cuBLAS does for small M). Parts hold at least 32 values of K.
+  plan.kind = MatmulPlan::Kind::kLibrary;
+  const int64_t tile_m = M <= 8 ? 8 : M <= 32 ? 32 : M <= 128 ? 64 : 128, tile_n = 64;
+  int64_t tiles = ceil_div(M, tile_m) * ceil_div(N, tile_n);
   int64_t want = std::max<int64_t>(1, parallel_units / std::max<int64_t>(1, tiles));
   int64_t max_parts = std::max<int64_t>(1, K / 32);
   plan.split_k = int(std::min(floor_pow2(want), floor_pow2(max_parts)));

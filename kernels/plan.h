@@ -20,14 +20,21 @@ inline constexpr int kDefaultParallelUnits = 132;  // SMs of an H200
 // the vector ISA the compiler picks.
 inline constexpr int kReductionLanes = 16;
 
+// How one linear call reduces K. Carried in LinearArgs; the model builds it with plan_matmul.
 struct MatmulPlan {
-  int tile_m = 0;   // rows per tile (M bucket)
-  int tile_n = 0;   // output columns per tile
+  // kFixedOrder: the project's own kernel, split_k contiguous parts in a fixed order.
+  // kLibrary: the default-mode choice of a device's vendor library, which picks its own algorithm
+  //   from the shape (cuBLASLt heuristics on CUDA). A backend without such a library (the CPU)
+  //   executes split_k, the planner's model of the library's split-K.
+  enum class Kind { kFixedOrder, kLibrary };
+  Kind kind = Kind::kFixedOrder;
   int split_k = 1;  // contiguous K parts, each reduced on its own, then added in part order
   std::string describe() const;
 };
 MatmulPlan plan_matmul(Mode mode, int64_t M, int64_t N, int64_t K, int parallel_units);
 
+// How one rmsnorm call reduces each row's sum of squares. Carried in RmsNormArgs; the model builds
+// it with plan_row_reduce.
 struct RowReducePlan {
   int parts = 1;  // contiguous parts of one row's sum of squares, added in part order
   std::string describe() const;

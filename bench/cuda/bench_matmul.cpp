@@ -70,6 +70,7 @@ void run(benchmark::State& state, int64_t N, int64_t K, int64_t M, int config) {
     a.N = N;
     a.K = K;
     a.y = op.y;
+    a.plan = plan_matmul(ctx.mode, M, N, K, ctx.parallel_units);
     absl::Status st = config == -2 ? gpu()->linear(ctx, a) : cuda_linear_invariant(ctx, a, config);
     failed = failed || !st.ok();
   };

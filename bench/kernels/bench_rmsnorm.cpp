@@ -35,12 +35,13 @@ void bench_rmsnorm(benchmark::State& st, Mode mode, const NormShape& s, int64_t 
   a.dim = s.dim;
   a.y = y.data();
   const ExecContext ctx = bench_ctx(mode);
+  a.plan = plan_row_reduce(mode, rows, s.dim, ctx.parallel_units);
   for (auto _ : st) {
     SAMEBITS_BENCH_CHECK(cpu_rmsnorm(ctx, a));
     benchmark::ClobberMemory();
   }
   st.SetBytesProcessed(int64_t(st.iterations()) * rows * s.dim * 2 * (s.residual ? 4 : 2));
-  st.SetLabel(plan_row_reduce(mode, rows, s.dim, ctx.parallel_units).describe());
+  st.SetLabel(a.plan.describe());
 }
 
 const bool kRegistered = [] {

@@ -1,6 +1,8 @@
 // linear: y[m,n] = sum_k x[m,k] * w[n,k] (+ bias[n]) in fp32, stored as bf16 (round to nearest
 // even) or fp32.
 //
+// The plan comes in LinearArgs (kernels/plan.h); its kind does not matter here (the CPU has no
+// vendor library): split_k is executed as given.
 // Invariant mode (plan_matmul(kInvariant): split_k = 1): every output is ONE 16-lane fixed
 // reduction over all of K (kernels/cpu/lanes.h: lane l takes k = l, l+16, ...; pairwise tree),
 // then + bias. Bits do not depend on M, the row's position or the threads.
@@ -13,8 +15,7 @@
 //
 // Schedule (never the arithmetic): threads take blocks of (rows x kTileN columns); one thread
 // computes every part of an output back to back and adds the part sums as they come, in part
-// order, so split-K needs no scratch and no second pass; the plan's tile shape (a GPU's
-// choice) does not change any bit and is not used for the CPU's work split.
+// order, so split-K needs no scratch and no second pass.
 //
 // Speed on the baseline x86-64 ISA: x is widened to fp32 once per call; each pass over a row of x
 // computes kColumnBlock outputs (register blocking); the 16 lanes of each output live in four
@@ -117,8 +118,7 @@ void compute_block(const float* xf, const bf16* w, int64_t K, int64_t part_len, 
 absl::Status cpu_linear(const ExecContext& ctx, const LinearArgs& a) {
   if (absl::Status s = check_linear_shape(a); !s.ok()) return s;
   const int64_t M = a.M, N = a.N, K = a.K;
-  const MatmulPlan plan = plan_matmul(ctx.mode, M, N, K, ctx.parallel_units);
-  const int64_t part_len = cpu::lane_part_size(K, plan.split_k < 1 ? 1 : plan.split_k);
+  const int64_t part_len = cpu::lane_part_size(K, a.plan.split_k < 1 ? 1 : a.plan.split_k);
   const int64_t tiles_m = (M + kTileM - 1) / kTileM, tiles_n = (N + kTileN - 1) / kTileN;
   constexpr int64_t kMinWorkPerThread = 1 << 17;  // multiply-adds (~25 us): below, one thread
 

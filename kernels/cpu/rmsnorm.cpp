@@ -3,6 +3,7 @@
 // y = bf16(bf16(h * inv) * weight), inv = 1 / sqrt(sum(h^2) / dim + eps), as HF (normalise in
 // fp32, cast to bf16, multiply by the bf16 weight).
 //
+// The plan comes in RmsNormArgs (kernels/plan.h) and is executed as given.
 // Invariant mode (plan_row_reduce(kInvariant): parts = 1): each row's sum of squares is one
 // 16-lane fixed reduction (kernels/cpu/lanes.h) over the whole row; threads take whole rows.
 // Default mode (plan_row_reduce(kDefault, rows, dim, parallel_units)): the row is cut into `parts`
@@ -23,8 +24,7 @@ namespace samebits {
 absl::Status cpu_rmsnorm(const ExecContext& ctx, const RmsNormArgs& a) {
   if (absl::Status s = check_rmsnorm_shape(a); !s.ok()) return s;
   const int64_t dim = a.dim;
-  const RowReducePlan plan = plan_row_reduce(ctx.mode, a.rows, dim, ctx.parallel_units);
-  const int64_t part_len = cpu::lane_part_size(dim, plan.parts < 1 ? 1 : plan.parts);
+  const int64_t part_len = cpu::lane_part_size(dim, a.plan.parts < 1 ? 1 : a.plan.parts);
 
   cpu::parallel_for(ctx, a.rows, [&](int64_t r) {
     // h in fp32, per thread (y may alias x, so h is read in full before y is written).

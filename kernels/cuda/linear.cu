@@ -1,5 +1,8 @@
 // linear on CUDA: y[m,n] = sum_k x[m,k] * w[n,k] (+ bias[n]), fp32 accumulation, bf16 or fp32 out.
 //
+// The plan (LinearArgs.plan, kernels/plan.h) picks the path: kLibrary -> cuBLASLt, kFixedOrder
+// (split_k = 1) -> our own kernel. plan_matmul gives kLibrary in default mode, kFixedOrder in
+// invariant mode.
 // Default mode: cuBLASLt (bf16 inputs, fp32 compute) with its own heuristic algorithm choice
 // (kernels/cuda/cublaslt_matmul.cpp). Its split-K, stream-K and tile choices follow M, so a row's
 // bits follow the batch size, as in production. Run to run it is deterministic (cuBLAS's in-order
@@ -268,7 +271,13 @@ absl::Status cuda_linear_invariant(const ExecContext& ctx, const LinearArgs& a, 
 }
 
 absl::Status cuda_linear(const ExecContext& ctx, const LinearArgs& a) {
-  if (ctx.mode == Mode::kInvariant) return cuda_linear_invariant(ctx, a, -1);
+  if (a.plan.kind == MatmulPlan::Kind::kFixedOrder) {
+    if (a.plan.split_k != 1) {
+      return absl::UnimplementedError(
+          absl::StrCat("linear: plan.split_k = ", a.plan.split_k, " in fixed order is not implemented on cuda"));
+    }
+    return cuda_linear_invariant(ctx, a, -1);
+  }
   SAMEBITS_RETURN_IF_ERROR(validate(a));
   return cuda::cublaslt_linear(ctx, a);
 }

@@ -9,7 +9,8 @@
 // o = 16, 8, 4, 2, 1 (commutative adds: every lane ends with the same bits).
 // Invariant mode: one warp per row, the warp order over the whole row; rows never share a warp,
 //   so a row's bits do not depend on how many rows there are or where it sits.
-// Default mode: parts = plan_row_reduce(kDefault, rows, dim, parallel_units).parts. parts == 1:
+// The plan comes in RmsNormArgs (kernels/plan.h). Default mode: parts =
+// plan_row_reduce(kDefault, rows, dim, parallel_units).parts. parts == 1:
 //   exactly the invariant kernel. parts > 1 (few rows): one block per row, the row cut into
 //   `parts` contiguous parts of round_up(ceil(dim / parts), 16) values (as the CPU), each reduced
 //   in the warp order by one warp, the part sums added in part order (part 0 first) by one thread.
@@ -169,7 +170,7 @@ absl::Status cuda_rmsnorm(const ExecContext& ctx, const RmsNormArgs& a) {
   if (absl::Status shape = check_rmsnorm_shape(a); !shape.ok()) return shape;
   RmsParams p{a.x, a.residual, a.weight, a.y, a.rows, a.dim, a.eps, false};
   p.vec = a.dim % 8 == 0 && aligned16(a.x) && (a.residual == nullptr || aligned16(a.residual));
-  const RowReducePlan plan = plan_row_reduce(ctx.mode, a.rows, a.dim, ctx.parallel_units);
+  const RowReducePlan& plan = a.plan;  // built by the caller (kernels/plan.h)
   cudaStream_t stream = cuda::stream_of(ctx);
   if (plan.parts <= 1) {
     const int64_t blocks = cuda::ceil_div64(a.rows, kWarpsPerBlock);

@@ -9,7 +9,9 @@
 //   x = down(silu(gate(h)) * up(h))
 // then h = rmsnorm(x + residual) (model.norm), the logit rows gathered (the embedding op used as a
 // row gather), logits = lm_head(rows) in fp32. Every op goes through the backend table with the
-// caller's ExecContext; nothing here depends on the backend or the mode.
+// caller's ExecContext; nothing here depends on the backend. The mode enters only through the
+// plans built here (plan_matmul, plan_row_reduce, plan_attention: kernels/plan.h), one per call,
+// from the shapes of this batch; the kernels execute them.
 #include "models/tiny_qwen/model.h"
 
 #include <cmath>
@@ -114,11 +116,13 @@ absl::Status Model::Impl::run_layers(const ExecContext& ctx, const ForwardBatch&
   auto linear = [&](const bf16* x, const bf16* w, const bf16* bias, int64_t N, int64_t K, bf16* y) {
     LinearArgs a;
     a.x = x, a.w = w, a.bias = bias, a.M = T, a.N = N, a.K = K, a.y = y;
+    a.plan = plan_matmul(ctx.mode, T, N, K, ctx.parallel_units);
     return b.linear(ctx, a);
   };
   auto rmsnorm = [&](const bf16* x, bf16* residual, const bf16* weight, int64_t rows, int64_t dim, bf16* y) {
     RmsNormArgs a;
     a.x = x, a.residual = residual, a.weight = weight, a.rows = rows, a.dim = dim, a.eps = c.rms_norm_eps, a.y = y;
+    a.plan = plan_row_reduce(ctx.mode, rows, dim, ctx.parallel_units);
     return b.rmsnorm(ctx, a);
   };
 
@@ -278,6 +282,7 @@ absl::Status Model::forward(const ExecContext& ctx, const ForwardBatch& batch, s
   LinearArgs head;
   head.x = m.scratch.gathered.as<bf16>(), head.w = m.weights.lm_head, head.M = R, head.N = m.config.vocab_size;
   head.K = m.config.hidden_size, head.y_f32 = m.scratch.logits.as<float>();
+  head.plan = plan_matmul(ctx.mode, R, head.N, head.K, ctx.parallel_units);
   SAMEBITS_RETURN_IF_ERROR(b.linear(ctx, head));
   SAMEBITS_RETURN_IF_ERROR(b.synchronize(ctx));
   SAMEBITS_RETURN_IF_ERROR(b.download(logits->data(), m.scratch.logits.as<void>(), logits->size() * sizeof(float)));

@@ -55,6 +55,7 @@ LinearOut run_linear(const Backend& backend, Mode mode, int64_t M, int64_t N, in
   }
   ExecContext ctx;
   ctx.mode = mode;
+  a.plan = plan_matmul(mode, M, N, K, ctx.parallel_units);
   absl::Status st;
 #if defined(SAMEBITS_HAVE_CUDA)
   if (config >= 0) {

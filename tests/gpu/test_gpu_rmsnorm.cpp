@@ -32,6 +32,7 @@ NormOut run_norm(const Backend& backend, Mode mode, int64_t rows, int64_t dim, c
   a.y = y.data();
   ExecContext ctx;
   ctx.mode = mode;
+  a.plan = plan_row_reduce(mode, rows, dim, ctx.parallel_units);
   const absl::Status st = backend.rmsnorm(ctx, a);
   EXPECT_TRUE(st.ok()) << st;
   EXPECT_TRUE(backend.synchronize(ctx).ok());

@@ -49,6 +49,7 @@ LinearRun run_linear(const ExecContext& ctx, const std::vector<bf16>& x, const s
   a.M = M;
   a.N = N;
   a.K = K;
+  a.plan = plan_matmul(ctx.mode, M, N, K, ctx.parallel_units);
   Guarded<bf16> y(f32_out ? 0 : size_t(M * N));
   Guarded<float> y_f32(f32_out ? size_t(M * N) : 0);
   if (f32_out) {
@@ -218,6 +219,29 @@ INSTANTIATE_TEST_SUITE_P(Shapes, LinearSweep,
                                            SweepCase{"qwen_N1024_K1024", 1024, 1024, false},
                                            SweepCase{"qwen_N1024_K1024", 1024, 1024, true}),
                          [](const auto& info) { return info.param.name(); });
+
+// The kernel executes the plan in its arguments, whatever the context's mode: the model (and the
+// mutation suite) decide, the kernel does not.
+TEST(LinearPlan, ExecutesThePlanItIsGiven) {
+  const int64_t M = 3, N = 5, K = 200;
+  auto x = random_bf16(size_t(M * K), 41);
+  auto w = random_bf16(size_t(N * K), 42);
+  for (int split_k : {1, 2, 4}) {
+    for (Mode mode : {Mode::kInvariant, Mode::kDefault}) {
+      SCOPED_TRACE(absl::StrCat("split_k=", split_k, " ctx mode ", std::string(mode_name(mode))));
+      std::vector<float> y(size_t(M * N));
+      LinearArgs a{.x = x.data(), .w = w.data(), .M = M, .N = N, .K = K,
+                   .plan = {MatmulPlan::Kind::kFixedOrder, split_k}, .y_f32 = y.data()};
+      ASSERT_TRUE(cpu_linear(make_ctx(mode, 2), a).ok());
+      for (int64_t m = 0; m < M; ++m) {
+        for (int64_t n = 0; n < N; ++n) {
+          ASSERT_EQ(float_bits(y[m * N + n]), float_bits(lane_order_dot(x.data() + m * K, w.data() + n * K, K, split_k)))
+              << "row " << m << " column " << n;
+        }
+      }
+    }
+  }
+}
 
 // The modes differ only in their plan: where default mode's plan has split_k = 1, its bits are
 // invariant mode's bits.

@@ -49,6 +49,7 @@ NormRun run_rmsnorm(const ExecContext& ctx, const std::vector<bf16>& x, const st
   a.rows = rows;
   a.dim = dim;
   a.eps = eps;
+  a.plan = plan_row_reduce(ctx.mode, rows, dim, ctx.parallel_units);
   a.y = in_place ? xbuf.data() : ybuf.data();
   absl::Status s = cpu_rmsnorm(ctx, a);
   EXPECT_TRUE(s.ok()) << s;

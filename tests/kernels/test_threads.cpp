@@ -34,7 +34,8 @@ OpOutputs run_all_ops(const ExecContext& ctx) {
   auto w = random_bf16(size_t(N * K), 2);
   {
     std::vector<float> y(size_t(M * N));
-    LinearArgs a{x.data(), w.data(), nullptr, M, N, K, nullptr, y.data()};
+    LinearArgs a{.x = x.data(), .w = w.data(), .M = M, .N = N, .K = K,
+                 .plan = plan_matmul(ctx.mode, M, N, K, ctx.parallel_units), .y_f32 = y.data()};
     EXPECT_TRUE(cpu_linear(ctx, a).ok());
     out.by_op.push_back({"linear_f32", bytes_of(y)});
     std::vector<bf16> yb(size_t(M * N));
@@ -47,7 +48,8 @@ OpOutputs run_all_ops(const ExecContext& ctx) {
     auto res = random_bf16(size_t(M * K), 3);
     auto weight = random_bf16(size_t(K), 4);
     std::vector<bf16> y(size_t(M * K));
-    RmsNormArgs a{x.data(), res.data(), weight.data(), M, K, 1e-6f, y.data()};
+    RmsNormArgs a{.x = x.data(), .residual = res.data(), .weight = weight.data(), .rows = M, .dim = K,
+                  .plan = plan_row_reduce(ctx.mode, M, K, ctx.parallel_units), .y = y.data()};
     EXPECT_TRUE(cpu_rmsnorm(ctx, a).ok());
     out.by_op.push_back({"rmsnorm", bytes_of(y) + bytes_of(res)});
   }
