@@ -71,7 +71,7 @@ TEST_F(ServeInvariant, FeynmanThroughHttpGivesOneCompletionAndOneLogprobStream) 
 
   // Through HTTP the digests are the engine's own: the same as the workload served in-process.
   const std::string local_path = temp_path("local.json");
-  Outcome local = run_samebits("run scenarios/serve_ci.yaml --no-progress --in-process --threads 1 --json " + local_path);
+  Outcome local = run_samebits("run scenarios/serve_ci.yaml --no-progress --in-process --mode invariant --threads 1 --json " + local_path);
   ASSERT_EQ(local.code, 0) << local.out << local.err;
   json l = read_json(local_path);
   EXPECT_EQ(l["backend"]["id"], "cpu");
