@@ -1,7 +1,12 @@
 #!/usr/bin/env bash
 # Nightly CPU gate: build, run `ctest -L determinism`, run the full Feynman experiment (1000
-# samples, both modes) and check it against golden/feynman/cpu.json. Writes into OUT (default
-# nightly-cpu/): JUnit XML (ctest's and samebits'), the Markdown summary, JSON results and logs.
+# samples, both modes) and check it against golden/feynman/cpu.json; then the slow label (the
+# 100,000-request engine soak and the stress run), the asan preset (ASan + UBSan) over the unit,
+# golden and determinism labels (the command-line tests are in unit), and every fuzz target to
+# 10M executions (ci/fuzz.sh nightly). The sanitizer build runs here, not in CI: a second full
+# build in Debug with ASan plus the determinism label under ASan would add well over ten minutes
+# to CI's 2 cores. Writes into OUT (default nightly-cpu/): JUnit XML (ctest's and samebits'), the
+# Markdown summary, JSON results, the fuzz summary and logs.
 # Exit status: 0 when every step passed, else the first failing step's status.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -17,12 +22,25 @@ step feynman "$SAMEBITS" golden check scenarios/feynman.yaml --no-progress \
   --json "$OUT/feynman.json" --markdown "$OUT/feynman.md" --junit "$OUT/feynman.junit.xml"
 step feynman_ci "$SAMEBITS" golden check scenarios/feynman_ci.yaml --no-progress \
   --json "$OUT/feynman_ci.json" --markdown "$OUT/feynman_ci.md" --junit "$OUT/feynman_ci.junit.xml"
+step slow ctest --preset cpu -L slow --output-on-failure --output-junit "$PWD/$OUT/ctest_slow.xml"
+grep -h "^soak:" "$OUT/slow.log" > "$OUT/soak.txt"
+step asan_configure cmake --preset asan &&
+  step asan_build cmake --build --preset asan -j2 &&
+  step asan_tests env ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 ctest --test-dir build/asan -L 'unit|golden|determinism' -j2 --output-on-failure \
+    --output-junit "$PWD/$OUT/ctest_asan.xml"
+step fuzz env OUT="$OUT/fuzz" ci/fuzz.sh nightly
 {
   echo "# samebits nightly (CPU)"
   echo
   echo "ctest -L determinism and golden checks: $([ $status -eq 0 ] && echo passed || echo "FAILED (exit $status)")"
   echo
   cat "$OUT/feynman.md" 2>/dev/null
+  echo
+  echo "## Engine soak"
+  echo
+  sed 's/^/    /' "$OUT/soak.txt" 2>/dev/null
+  echo
+  cat "$OUT/fuzz/summary.md" 2>/dev/null
 } > "$OUT/summary.md"
 echo "outputs in $OUT/ (summary.md, *.junit.xml, ctest_determinism.xml, *.json, *.log)"
 exit $status

@@ -2,6 +2,7 @@
 # Nightly GPU gate (on the H200 machine): build with CUDA, run the determinism and gpu tests, run
 # the Feynman experiment on the CUDA backend and check golden/feynman/<cuda id>.json when it
 # exists (goldens are keyed by backend id: CPU and CUDA bits are not promised equal).
+# compute-sanitizer memcheck and racecheck run every gpu test binary.
 # Writes JUnit, Markdown and JSON into OUT (default nightly-gpu/).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -15,8 +16,21 @@ step tests ctest --test-dir build/cuda -L 'determinism|gpu' --output-junit "$PWD
 SAMEBITS=./build/cuda/harness/samebits
 # `golden check` exits 2 when there is no CUDA golden yet; `run` then still reports both modes.
 if "$SAMEBITS" info | grep -q 'cuda: unavailable'; then
-  echo "no CUDA device: skipping the CUDA Feynman run"; exit $status
+  echo "no CUDA device: skipping compute-sanitizer and the CUDA Feynman run"; exit $status
 fi
+# compute-sanitizer over every gpu test: memcheck (out-of-bounds and misaligned device accesses,
+# leaks of device memory) and racecheck (shared-memory hazards). Each gpu test binary once per tool
+# (the tools slow kernels down 10-100x, so not per test case).
+SANITIZER="${CUDA_HOME:-/usr/local/cuda}/bin/compute-sanitizer"
+command -v compute-sanitizer >/dev/null && SANITIZER=compute-sanitizer
+for tool in memcheck racecheck; do
+  extra=(); [[ $tool == memcheck ]] && extra=(--leak-check full)
+  for bin in build/cuda/tests/gpu/gpu_tests; do
+    [[ -x $bin ]] || continue
+    step "sanitizer_${tool}_$(basename "$bin")" "$SANITIZER" --tool "$tool" "${extra[@]}" --error-exitcode 1 \
+      "$bin" --gtest_brief=1
+  done
+done
 step feynman_ci "$SAMEBITS" golden check scenarios/feynman_ci.yaml --backend cuda --no-progress \
   --json "$OUT/feynman_ci.json" --markdown "$OUT/feynman_ci.md" --junit "$OUT/feynman_ci.junit.xml"
 step feynman "$SAMEBITS" golden check scenarios/feynman.yaml --backend cuda --no-progress \

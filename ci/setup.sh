@@ -13,6 +13,8 @@ packages=(
   libabsl-dev libxxhash-dev libyaml-cpp-dev nlohmann-json3-dev libcli11-dev libcpp-httplib-dev
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev
+  # fuzzing (ci/fuzz.sh, run by .ci/run): clang with libFuzzer, its sanitizer runtimes, OpenMP
+  clang-14 libfuzzer-14-dev libclang-rt-14-dev libomp-14-dev
 )
 
 missing=()

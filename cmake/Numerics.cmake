@@ -9,3 +9,10 @@ if(SAMEBITS_SANITIZE)
   add_compile_options("$<$<COMPILE_LANGUAGE:CXX>:-fsanitize=address,undefined;-fno-omit-frame-pointer>")
   add_link_options(-fsanitize=address,undefined)
 endif()
+
+# The fuzz preset: every library instrumented for libFuzzer's coverage and checked by ASan + UBSan
+# (fuzz/CMakeLists.txt links the targets with -fsanitize=fuzzer).
+if(SAMEBITS_FUZZ)
+  add_compile_options("$<$<COMPILE_LANGUAGE:CXX>:-fsanitize=fuzzer-no-link,address,undefined;-fno-sanitize-recover=undefined;-fno-omit-frame-pointer>")
+  add_link_options(-fsanitize=address,undefined)
+endif()

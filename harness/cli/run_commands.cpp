@@ -45,31 +45,46 @@ std::string golden_file(const RunArgs& a, const Experiment& e) {
   return golden_path(dir, e.scenario.name, e.backend_id);
 }
 
-absl::Status write_outputs(const RunArgs& a, const Experiment& e) {
+// Stages every output the arguments name; nothing reaches its target until `outputs` commit.
+absl::Status stage_outputs(const RunArgs& a, const Experiment& e, OutputFiles* outputs) {
   if (!a.json.empty())
-    if (absl::Status s = write_results_file(e.results, a.json); !s.ok()) return s;
+    if (absl::Status s = write_results_file(e.results, a.json, outputs); !s.ok()) return s;
   if (!a.markdown.empty())
-    if (absl::Status s = write_file_atomically(a.markdown, format_markdown(e.results)); !s.ok()) return s;
+    if (absl::Status s = outputs->stage(a.markdown, format_markdown(e.results)); !s.ok()) return s;
   if (!a.junit.empty())
-    if (absl::Status s = write_file_atomically(a.junit, format_junit(e.results)); !s.ok()) return s;
+    if (absl::Status s = outputs->stage(a.junit, format_junit(e.results)); !s.ok()) return s;
   if (!a.trace.empty()) {
     if (e.scenario.target) return absl::InvalidArgumentError("--trace: client mode has no engine schedule to record");
-    if (absl::Status s = write_trace(e.trace(), a.trace); !s.ok()) return s;
+    if (absl::Status s = write_trace(e.trace(), a.trace, outputs); !s.ok()) return s;
   }
   return absl::OkStatus();
+}
+
+absl::Status write_outputs(const RunArgs& a, const Experiment& e) {
+  OutputFiles outputs;
+  if (absl::Status s = stage_outputs(a, e, &outputs); !s.ok()) return s;
+  return outputs.commit();
+}
+
+// The golden the run will be checked against (or update), read before minutes of work: a
+// malformed golden file is an input error up front.
+absl::StatusOr<std::optional<Golden>> read_existing_golden(const RunArgs& a, const ExperimentOptions& o,
+                                                           std::string* path = nullptr) {
+  auto sc = load_with_overrides(a.scenario, o);
+  if (!sc.ok()) return sc.status();
+  auto backend_id = scenario_backend_id(*sc);
+  if (!backend_id.ok()) return backend_id.status();
+  const std::string dir = a.golden_dir.empty() ? default_golden_dir(a.scenario) : a.golden_dir;
+  const std::string file = golden_path(dir, sc->name, *backend_id);
+  if (path) *path = file;
+  return read_golden(file);
 }
 
 // Runs the experiment and checks its golden. On success *exit_code is the gate's verdict.
 absl::StatusOr<Experiment> run_and_check(const RunArgs& a, bool keep_records, std::optional<Golden>* golden_out) {
   ExperimentOptions o = options_of(a);
   o.keep_records = keep_records || !a.trace.empty();
-  // Read the golden first: a malformed golden file is an input error before minutes of work.
-  auto sc = load_with_overrides(a.scenario, o);
-  if (!sc.ok()) return sc.status();
-  auto backend_id = scenario_backend_id(*sc);
-  if (!backend_id.ok()) return backend_id.status();
-  const std::string dir = a.golden_dir.empty() ? default_golden_dir(a.scenario) : a.golden_dir;
-  auto golden = read_golden(golden_path(dir, sc->name, *backend_id));
+  auto golden = read_existing_golden(a, o);
   if (!golden.ok()) return golden.status();
   auto e = run_experiment(a.scenario, o);
   if (!e.ok()) return e.status();
@@ -113,6 +128,13 @@ int golden_check_command(const RunArgs& a) {
 
 int golden_update_command(const RunArgs& a) {
   ExperimentOptions o = options_of(a);
+  // The existing golden is read before the run: modes not run now keep their entry, so a golden
+  // that cannot be read is an error (delete it to start afresh), never silently replaced.
+  std::string old_path;
+  auto old = read_existing_golden(a, o, &old_path);
+  if (!old.ok() && !old_path.empty())
+    return input_error(absl::StrCat(old.status().message(), " (golden not updated; delete the file to write a new one)"));
+  if (!old.ok()) return input_error(std::string(old.status().message()));
   auto e = run_experiment(a.scenario, o);
   if (!e.ok()) return input_error(std::string(e.status().message()));
   std::cout << format_table(e->results);
@@ -125,13 +147,15 @@ int golden_update_command(const RunArgs& a) {
   const std::string path = golden_file(a, *e);
   // Modes not run now keep their golden entry when the dependencies are unchanged.
   Golden fresh = golden_from_results(e->results);
-  auto old = read_golden(path);
-  if (old.ok() && old->has_value() && incomparability((*old)->dependencies, fresh.dependencies).empty()) {
+  if (old->has_value() && incomparability((*old)->dependencies, fresh.dependencies).empty()) {
     for (const GoldenMode& m : (*old)->modes)
       if (!fresh.find(m.mode)) fresh.modes.push_back(m);
   }
-  if (absl::Status s = write_golden(fresh, path); !s.ok()) return input_error(std::string(s.message()));
-  if (absl::Status s = write_outputs(a, *e); !s.ok()) return input_error(std::string(s.message()));
+  // The other outputs first, the golden last: nothing is written unless all of them can be.
+  OutputFiles outputs;
+  if (absl::Status s = stage_outputs(a, *e, &outputs); !s.ok()) return input_error(std::string(s.message()));
+  if (absl::Status s = write_golden(fresh, path, &outputs); !s.ok()) return input_error(std::string(s.message()));
+  if (absl::Status s = outputs.commit(); !s.ok()) return input_error(std::string(s.message()));
   std::printf("golden written: %s\n", path.c_str());
   return kExitPass;
 }

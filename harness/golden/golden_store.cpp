@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "harness/golden/digest.h"
+#include "common/input_file.h"
 #include "harness/golden/json_fields.h"
 
 namespace samebits {
@@ -108,8 +109,8 @@ absl::StatusOr<GoldenMode> mode_from_json(const json& j, const std::string& file
         f.fail("expected", "key '" + k + "' is not a digest (16 lowercase hex digits)");
         break;
       }
-      if (!v.is_number_integer() || v.get<int64_t>() < 1) {
-        f.fail("expected." + k, v.dump() + " is not a positive count");
+      if (!v.is_number_integer() || v.get<int64_t>() < 1 || v.get<int64_t>() > INT32_MAX) {
+        f.fail("expected." + k, json_shown(v) + " is not a count in [1, 2^31-1]");
         break;
       }
       m.expected[*d] = v.get<int>();
@@ -229,8 +230,9 @@ absl::StatusOr<std::optional<Golden>> read_golden(const std::string& path) {
   return std::optional<Golden>(std::move(*g));
 }
 
-absl::Status write_golden(const Golden& golden, const std::string& path) {
-  return write_file_atomically(path, golden_to_json(golden).dump(1) + "\n");
+absl::Status write_golden(const Golden& golden, const std::string& path, OutputFiles* outputs) {
+  const std::string text = json_text(golden_to_json(golden), 1) + "\n";
+  return outputs ? outputs->stage(path, text) : write_file_atomically(path, text);
 }
 
 std::string incomparability(const GoldenDependencies& g, const GoldenDependencies& r) {

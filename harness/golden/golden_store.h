@@ -69,7 +69,8 @@ absl::StatusOr<Golden> golden_from_json(const nlohmann::json& json, const std::s
 std::string golden_path(const std::string& golden_dir, const std::string& scenario, const std::string& backend_id);
 // nullopt when the file does not exist; an error when it exists but is unreadable or malformed.
 absl::StatusOr<std::optional<Golden>> read_golden(const std::string& path);
-absl::Status write_golden(const Golden& golden, const std::string& path);
+// Writes the file atomically, or, given `outputs`, stages it there (written when they commit).
+absl::Status write_golden(const Golden& golden, const std::string& path, OutputFiles* outputs = nullptr);
 
 // Why the run's dependencies differ from the golden's ("" when comparable).
 std::string incomparability(const GoldenDependencies& golden, const GoldenDependencies& run);

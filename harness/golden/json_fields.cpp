@@ -1,13 +1,7 @@
 #include "harness/golden/json_fields.h"
 
-#include <cstdio>
-#include <filesystem>
-#include <fstream>
-#include <sstream>
-
-#include <unistd.h>
-
 #include "absl/strings/str_cat.h"
+#include "common/input_file.h"
 #include "harness/golden/digest.h"
 
 namespace samebits {
@@ -20,7 +14,7 @@ JsonFields::JsonFields(std::string file, const nlohmann::json* object, std::stri
 }
 
 void JsonFields::fail(const std::string& key, const std::string& message) {
-  merge(absl::InvalidArgumentError(absl::StrCat(file_, ": ", field(key), ": ", message)));
+  merge(absl::InvalidArgumentError(absl::StrCat(printable(file_), ": ", printable(field(key)), ": ", printable(message, 200))));
 }
 
 const nlohmann::json* JsonFields::member(const std::string& key, const char* kind) {
@@ -36,8 +30,7 @@ const nlohmann::json* JsonFields::member(const std::string& key, const char* kin
                   (k == "number" && v.is_number()) || (k == "boolean" && v.is_boolean()) ||
                   (k == "object" && v.is_object()) || (k == "array" && v.is_array());
   if (!ok) {
-    std::string shown = v.dump();
-    if (shown.size() > 40) shown = shown.substr(0, 37) + "...";
+    const std::string shown = json_shown(v);
     fail(key, shown + " is not a" + std::string(k[0] == 'a' || k[0] == 'i' || k[0] == 'o' ? "n " : " ") + k);
     return nullptr;
   }
@@ -79,7 +72,7 @@ bool JsonFields::get_digest(const std::string& key, uint64_t* out) {
   if (!get(key, &text)) return false;
   auto d = parse_digest_hex(text);
   if (!d) {
-    fail(key, "'" + text + "' is not a digest (16 lowercase hex digits)");
+    fail(key, "'" + printable(text) + "' is not a digest (16 lowercase hex digits)");
     return false;
   }
   *out = *d;
@@ -88,46 +81,6 @@ bool JsonFields::get_digest(const std::string& key, uint64_t* out) {
 const nlohmann::json* JsonFields::object(const std::string& key) { return member(key, "object"); }
 const nlohmann::json* JsonFields::array(const std::string& key) { return member(key, "array"); }
 
-absl::Status read_json_file(const std::string& path, nlohmann::json* out) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrCat(path, ": cannot open"));
-  std::ostringstream text;
-  text << in.rdbuf();
-  try {
-    *out = nlohmann::json::parse(text.str());
-  } catch (const nlohmann::json::parse_error& e) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(path, ": (syntax): not valid JSON at byte ", e.byte));
-  }
-  return absl::OkStatus();
-}
-
-absl::Status write_file_atomically(const std::string& path, const std::string& text) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  const fs::path target(path);
-  if (target.has_parent_path()) {
-    fs::create_directories(target.parent_path(), ec);
-    if (ec) return absl::InternalError(absl::StrCat(path, ": cannot create its folder: ", ec.message()));
-  }
-  const std::string temp = absl::StrCat(path, ".tmp.", ::getpid());
-  {
-    std::FILE* f = std::fopen(temp.c_str(), "wb");
-    if (!f) return absl::InternalError(absl::StrCat(temp, ": cannot write"));
-    const bool written = std::fwrite(text.data(), 1, text.size(), f) == text.size();
-    const bool flushed = std::fflush(f) == 0 && ::fsync(fileno(f)) == 0;
-    const bool closed = std::fclose(f) == 0;
-    if (!written || !flushed || !closed) {
-      fs::remove(temp, ec);
-      return absl::InternalError(absl::StrCat(temp, ": write failed"));
-    }
-  }
-  fs::rename(temp, target, ec);
-  if (ec) {
-    fs::remove(temp, ec);
-    return absl::InternalError(absl::StrCat(path, ": cannot replace: ", ec.message()));
-  }
-  return absl::OkStatus();
-}
+absl::Status read_json_file(const std::string& path, nlohmann::json* out) { return read_json_input(path, out); }
 
 }  // namespace samebits

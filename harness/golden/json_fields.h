@@ -5,6 +5,7 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "common/output_files.h"
 #include "nlohmann/json.hpp"
 
 namespace samebits {
@@ -41,10 +42,8 @@ class JsonFields {
   absl::Status status_;
 };
 
-// Parses a whole file; a syntax error names the file and the byte offset.
+// Parses a whole file (a regular file within kMaxTextInputBytes, common/input_file.h); a syntax
+// error names the file and the byte offset.
 absl::Status read_json_file(const std::string& path, nlohmann::json* out);
-// Writes `text` to `path` atomically: a temporary file in the same folder, flushed, then renamed
-// over the target, so a reader sees the old file or the new one, never half of one.
-absl::Status write_file_atomically(const std::string& path, const std::string& text);
 
 }  // namespace samebits

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "common/output_files.h"
 #include "kernels/mode.h"
 #include "nlohmann/json.hpp"
 
@@ -123,7 +124,8 @@ std::string decode_text(const std::vector<int32_t>& tokens, size_t begin, size_t
 nlohmann::json results_to_json(const RunResults& results);
 absl::StatusOr<RunResults> results_from_json(const nlohmann::json& json, const std::string& file);
 absl::StatusOr<RunResults> read_results_file(const std::string& path);
-absl::Status write_results_file(const RunResults& results, const std::string& path);
+// Writes the file atomically, or, given `outputs`, stages it there (written when they commit).
+absl::Status write_results_file(const RunResults& results, const std::string& path, OutputFiles* outputs = nullptr);
 
 // Two result files side by side (two servers, two modes, a server against the built-in engine):
 // modes of the same name are paired, and when each file holds one mode those two are paired

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "harness/golden/digest.h"
+#include "common/input_file.h"
 #include "harness/golden/json_fields.h"
 #include "harness/golden/results.h"
 
@@ -98,8 +99,8 @@ absl::StatusOr<ModeResult> mode_from_json(const json& j, const std::string& file
       gf.get("text_this", &g.text_this);
       if (const json* t = gf.array("tokens")) {
         for (const auto& v : *t) {
-          if (!v.is_number_integer()) {
-            gf.fail("tokens", v.dump() + " is not a token id");
+          if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() > INT32_MAX) {
+            gf.fail("tokens", json_shown(v) + " is not a token id");
             break;
           }
           g.tokens.push_back(v.get<int32_t>());
@@ -217,8 +218,9 @@ absl::StatusOr<RunResults> read_results_file(const std::string& path) {
   return results_from_json(j, path);
 }
 
-absl::Status write_results_file(const RunResults& results, const std::string& path) {
-  return write_file_atomically(path, results_to_json(results).dump(1) + "\n");
+absl::Status write_results_file(const RunResults& results, const std::string& path, OutputFiles* outputs) {
+  const std::string text = json_text(results_to_json(results), 1) + "\n";
+  return outputs ? outputs->stage(path, text) : write_file_atomically(path, text);
 }
 
 }  // namespace samebits

@@ -5,6 +5,7 @@
 #include <condition_variable>
 #include <deque>
 #include <mutex>
+#include <set>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -145,18 +146,20 @@ absl::StatusOr<ModeRun> replay_run(const Trace& trace, const TraceRun& run, cons
   Session& session = **session_or;
   Engine& engine = *session.engine;
 
-  std::vector<const Arrival*> by_id(session.sample_of_id.size(), nullptr);
-  for (const Arrival& a : trace.requests) by_id[size_t(a.spec.id)] = &a;
   ModeRun out;
   out.mode = run.mode;
   const auto start = std::chrono::steady_clock::now();
   size_t next = 0;
+  std::set<uint64_t> submitted_ids;
   auto submit_until = [&](int64_t engine_step) -> absl::Status {
     for (; next < run.submitted.size() && run.submitted[next].engine_step <= engine_step; ++next) {
       const uint64_t id = run.submitted[next].request_id;
-      if (id >= by_id.size() || !by_id[size_t(id)])
-        return absl::InvalidArgumentError(absl::StrCat(trace.scenario_file, ": trace names request ", id, ", which it does not hold"));
-      engine.add_request(by_id[size_t(id)]->spec);
+      auto it = session.arrival_of_id.find(id);
+      if (it == session.arrival_of_id.end())
+        return absl::InvalidArgumentError(absl::StrCat("the trace submits request ", id, ", which it does not hold"));
+      if (!submitted_ids.insert(id).second)
+        return absl::InvalidArgumentError(absl::StrCat("the trace submits request ", id, " twice"));
+      engine.add_request(it->second->spec);
       out.submitted.push_back(run.submitted[next]);
     }
     return absl::OkStatus();

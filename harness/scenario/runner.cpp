@@ -17,6 +17,17 @@ absl::StatusOr<std::unique_ptr<Session>> open_session(const ModelSource& source,
                                                       const std::vector<Arrival>& arrivals, int samples) {
   auto session = std::make_unique<Session>();
   if (absl::Status s = validate_engine_config(config, source.config); !s.ok()) return s;
+  const ModelConfig& mc = source.config;
+  const double kv_bytes = 2.0 * 4 * mc.num_layers * mc.num_kv_heads * mc.head_dim * double(config.block_size) * config.num_blocks;
+  if (kv_bytes > double(kMaxKvCacheBytes))
+    return absl::InvalidArgumentError(absl::StrCat("engine.kv_blocks: ", config.num_blocks, " blocks of ", config.block_size,
+                                                   " tokens need ", int64_t(kv_bytes / (1 << 20)), " MiB of KV cache, over the limit of ",
+                                                   kMaxKvCacheBytes >> 20, " MiB"));
+  for (const Arrival& a : arrivals) {
+    if (a.sample >= samples) return absl::InvalidArgumentError(absl::StrCat("sample index ", a.sample, " out of range"));
+    if (!session->arrival_of_id.emplace(a.spec.id, &a).second)
+      return absl::InvalidArgumentError(absl::StrCat("request id ", a.spec.id, " is used twice"));
+  }
   auto model = Model::create(backend, source.config, source.weights, {config.num_blocks, config.block_size});
   if (!model.ok()) return model.status();
   session->model = std::move(*model);
@@ -24,20 +35,12 @@ absl::StatusOr<std::unique_ptr<Session>> open_session(const ModelSource& source,
   if (!engine.ok()) return engine.status();
   session->engine = std::move(*engine);
 
-  uint64_t max_id = 0;
-  for (const Arrival& a : arrivals) max_id = std::max(max_id, a.spec.id);
-  session->sample_of_id.assign(size_t(max_id) + 1, -1);
-  for (const Arrival& a : arrivals) {
-    if (a.sample < 0) continue;
-    if (a.sample >= samples) return absl::InvalidArgumentError(absl::StrCat("sample index ", a.sample, " out of range"));
-    session->sample_of_id[size_t(a.spec.id)] = a.sample;
-  }
   session->targets.resize(size_t(samples));
   for (int i = 0; i < samples; ++i) session->targets[size_t(i)].sample = i;
 
   Session* s = session.get();
   session->engine->set_observer([s](uint64_t id, int token_index, int32_t token, std::span<const float> logits) {
-    const int sample = id < s->sample_of_id.size() ? s->sample_of_id[size_t(id)] : -1;
+    const int sample = s->sample_of(id);
     if (sample < 0) {
       if (s->observer_error.empty()) s->observer_error = absl::StrCat("observer called for request ", id, ", not a target");
       return;
@@ -59,11 +62,15 @@ absl::StatusOr<std::unique_ptr<Session>> open_session(const ModelSource& source,
 
 absl::Status collect_finished(Session& session) {
   for (RequestResult& r : session.engine->take_finished()) {
-    const int sample = r.id < session.sample_of_id.size() ? session.sample_of_id[size_t(r.id)] : -1;
+    const int sample = session.sample_of(r.id);
+    // A request the engine rejects never vanishes: the run fails naming it (check_fits turns the
+    // foreseeable cases into input errors before the run).
+    if (r.reason == FinishReason::kRejected)
+      return absl::InvalidArgumentError(absl::StrCat(sample < 0 ? absl::StrCat("background request ", r.id)
+                                                                : absl::StrCat("sample ", sample),
+                                                     " was rejected by the engine: ", r.reject_reason));
     if (sample < 0) continue;
     TargetObservation& t = session.targets[size_t(sample)];
-    if (r.reason == FinishReason::kRejected)
-      return absl::InvalidArgumentError(absl::StrCat("sample ", sample, " was rejected by the engine: ", r.reject_reason));
     if (r.tokens != t.tokens)
       return absl::InternalError(absl::StrCat("sample ", sample, ": the engine returned ", r.tokens.size(),
                                               " tokens that differ from the ", t.tokens.size(), " it reported"));
@@ -153,6 +160,12 @@ absl::Status check_fits(const RunSetup& setup, const Workload& workload) {
     if (a.sample < 0 && mc.max_position_embeddings > 0 && len > mc.max_position_embeddings) {
       return absl::InvalidArgumentError(absl::StrCat(sc.file, ": mix.prompt_len/output_len: a background request of ", len,
                                                      " tokens exceeds the model's context of ", mc.max_position_embeddings));
+    }
+    const int64_t request_blocks = (len - 1 + sc.engine.block_size - 1) / sc.engine.block_size;  // as the engine counts
+    if (a.sample < 0 && request_blocks > sc.engine.kv_blocks) {
+      return absl::InvalidArgumentError(absl::StrCat(sc.file, ": engine.kv_blocks: ", sc.engine.kv_blocks,
+                                                     " cannot hold a background request of ", len, " tokens (",
+                                                     request_blocks, " blocks; see mix.prompt_len/output_len)"));
     }
   }
   return absl::OkStatus();

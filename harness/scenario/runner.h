@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "harness/engine/engine.h"
 #include "harness/golden/results.h"
@@ -55,7 +56,12 @@ struct Session {
   std::unique_ptr<Model> model;
   std::unique_ptr<Engine> engine;
   std::vector<TargetObservation> targets;  // by sample
-  std::vector<int> sample_of_id;           // request id -> sample (or -1)
+  // Every request by id (ids are any uint64: a trace's ids index nothing).
+  absl::flat_hash_map<uint64_t, const Arrival*> arrival_of_id;
+  int sample_of(uint64_t id) const {
+    auto it = arrival_of_id.find(id);
+    return it == arrival_of_id.end() ? -1 : it->second->sample;
+  }
   int targets_done = 0;
   int64_t stalled_steps = 0;
   std::string observer_error;  // first inconsistency the observer saw
@@ -64,8 +70,11 @@ struct Session {
 absl::StatusOr<std::unique_ptr<Session>> open_session(const ModelSource& model, const Backend& backend,
                                                       const EngineConfig& config,
                                                       const std::vector<Arrival>& arrivals, int samples);
-// Collects finished requests; an error when a target was rejected or its tokens disagree with
-// what the observer saw.
+// The KV cache a session may allocate (docs/THREAT_MODEL.md: bounded memory), counted as fp32.
+inline constexpr int64_t kMaxKvCacheBytes = int64_t(16) << 30;
+// Collects finished requests; an error naming the request and the engine's reason when any
+// request (target or background) was rejected, or when a target's tokens disagree with what the
+// observer saw.
 absl::Status collect_finished(Session& session);
 // Runs one step (forced when `forced`), checks progress, keeps the record when asked.
 absl::Status run_step(Session& session, const StepRecord* forced, ModeRun* out, bool keep_records);

@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/input_file.h"
 #include "harness/golden/digest.h"
 #include "harness/scenario/yaml_fields.h"
 
@@ -65,13 +66,9 @@ void read_arrival(YamlFields& parent, ArrivalProcess* out) {
 }  // namespace
 
 absl::StatusOr<Scenario> parse_scenario(std::string_view text, const std::string& file) {
-  YAML::Node root;
-  try {
-    root = YAML::Load(std::string(text));
-  } catch (const YAML::Exception& e) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(file, ":", e.mark.line + 1, ": (syntax): ", e.msg));
-  }
+  auto loaded = load_yaml_document(text, file);
+  if (!loaded.ok()) return loaded.status();
+  const YAML::Node root = *loaded;
   Scenario s;
   s.file = file;
   s.file_hash = bytes_digest(text);
@@ -154,11 +151,9 @@ absl::StatusOr<Scenario> parse_scenario(std::string_view text, const std::string
 }
 
 absl::StatusOr<Scenario> load_scenario(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrCat(path, ": cannot open the scenario file"));
-  std::ostringstream text;
-  text << in.rdbuf();
-  return parse_scenario(text.str(), path);
+  std::string text;
+  if (absl::Status s = read_input_file(path, kMaxTextInputBytes, &text); !s.ok()) return s;
+  return parse_scenario(text, path);
 }
 
 EngineConfig engine_config(const Scenario& scenario, int num_threads, Mode mode) {

@@ -1,6 +1,9 @@
 #include "harness/scenario/trace.h"
 
+#include <set>
+
 #include "absl/strings/str_cat.h"
+#include "common/input_file.h"
 #include "harness/golden/digest.h"
 #include "harness/golden/json_fields.h"
 
@@ -45,33 +48,48 @@ json record_to_json(const StepRecord& r) {
   return {{"i", r.index}, {"e", std::move(entries)}, {"p", r.preempted}, {"a", r.admitted}};
 }
 
+// Request ids, token ids, positions and block numbers in a trace are never negative: a -1 must not
+// become 2^64-1 nor a 2^40 wrap to 0 in an int32.
 template <typename T>
-bool int_list(const json& j, std::vector<T>* out) {
+bool int_in(const json& v, int64_t min, int64_t max, T* out) {
+  if (!v.is_number_integer()) return false;
+  const int64_t x = v.get<int64_t>();  // parse_json_text keeps every integer within int64
+  if (x < min || x > max) return false;
+  *out = T(x);
+  return true;
+}
+
+template <typename T>
+bool int_list(const json& j, int64_t min, int64_t max, std::vector<T>* out) {
   if (!j.is_array()) return false;
   for (const auto& v : j) {
-    if (!v.is_number_integer()) return false;
-    out->push_back(v.get<T>());
+    T x{};
+    if (!int_in(v, min, max, &x)) return false;
+    out->push_back(x);
   }
   return true;
 }
 
-bool record_from_json(const json& j, StepRecord* r) {
-  if (!j.is_object() || !j.contains("i") || !j["i"].is_number_integer() || !j.contains("e") || !j["e"].is_array())
-    return false;
-  r->index = j["i"].get<int64_t>();
+// The record of engine step `index`, or a message saying what is wrong with it.
+std::string record_from_json(const json& j, int64_t index, StepRecord* r) {
+  if (!j.is_object() || !j.contains("i") || !j.contains("e") || !j["e"].is_array()) return "is not a step record";
+  for (const auto& [key, value] : j.items())
+    if (key != "i" && key != "e" && key != "p" && key != "a") return "has an unknown field '" + printable(key, 20) + "'";
+  if (!int_in(j["i"], index, index, &r->index)) return absl::StrCat("i: ", json_shown(j["i"]), " is not ", index);
   for (const auto& e : j["e"]) {
-    if (!e.is_array() || e.size() != 5) return false;
-    for (int k = 0; k < 4; ++k)
-      if (!e[size_t(k)].is_number_integer()) return false;
     StepRecord::Entry entry;
-    entry.request_id = e[0].get<uint64_t>();
-    entry.start_position = e[1].get<int32_t>();
-    entry.num_tokens = e[2].get<int32_t>();
-    entry.samples = e[3].get<int>() != 0;
-    if (!int_list(e[4], &entry.blocks)) return false;
+    int flag = 0;
+    if (!e.is_array() || e.size() != 5 || !int_in(e[0], 0, INT64_MAX, &entry.request_id) ||
+        !int_in(e[1], 0, INT32_MAX, &entry.start_position) || !int_in(e[2], 1, INT32_MAX, &entry.num_tokens) ||
+        !int_in(e[3], 0, 1, &flag) || !int_list(e[4], 0, INT32_MAX, &entry.blocks))
+      return absl::StrCat("e: ", json_shown(e),
+                          " is not [request id, start position, tokens >= 1, samples 0 or 1, [blocks]]");
+    entry.samples = flag != 0;
     r->entries.push_back(std::move(entry));
   }
-  return int_list(j.value("p", json::array()), &r->preempted) && int_list(j.value("a", json::array()), &r->admitted);
+  if (!int_list(j.value("p", json::array()), 0, INT64_MAX, &r->preempted)) return "p: is not a list of request ids";
+  if (!int_list(j.value("a", json::array()), 0, INT64_MAX, &r->admitted)) return "a: is not a list of request ids";
+  return "";
 }
 
 }  // namespace
@@ -147,24 +165,41 @@ absl::StatusOr<Trace> trace_from_json(const json& j, const std::string& file) {
     ef.get("max_chunk", &t.engine.max_chunk);
     ef.get("prefix_cache", &t.engine.prefix_cache);
     ef.get("parallel_units", &t.engine.parallel_units);
+    // The same bounds as a scenario's engine block.
+    auto bound = [&](const char* key, int value, int max) {
+      if (ef.status().ok() && value > max) ef.fail(key, absl::StrCat(value, " is over ", max));
+    };
+    bound("block_size", t.engine.block_size, 4096);
+    bound("kv_blocks", t.engine.kv_blocks, 1 << 24);
+    bound("max_tokens_per_step", t.engine.max_tokens_per_step, 1 << 20);
+    bound("max_seqs", t.engine.max_seqs, 1 << 16);
+    bound("max_chunk", t.engine.max_chunk, 1 << 20);
+    bound("parallel_units", t.engine.parallel_units, 1 << 16);
     f.merge(ef.status());
   }
-  f.get("threads", &t.threads);
+  if (f.get("threads", &t.threads) && (t.threads < 0 || t.threads > kMaxTraceThreads))
+    f.fail("threads", absl::StrCat(t.threads, " is not in [0, ", kMaxTraceThreads, "]"));
   f.get("live", &t.live);
-  f.get("samples", &t.samples);
+  if (f.get("samples", &t.samples) && (t.samples < 1 || t.samples > kMaxTraceSamples))
+    f.fail("samples", absl::StrCat(t.samples, " is not in [1, ", kMaxTraceSamples, "]"));
+  std::set<uint64_t> ids;
+  std::set<int> target_samples;
   if (const json* requests = f.array("requests")) {
     for (size_t i = 0; i < requests->size() && f.status().ok(); ++i) {
       JsonFields rf(file, &(*requests)[i], absl::StrCat("requests[", i, "]"));
       Arrival a;
       int64_t id = 0;
-      rf.get("id", &id);
+      if (rf.get("id", &id) && (id < 0 || !ids.insert(uint64_t(id)).second))
+        rf.fail("id", absl::StrCat(id, id < 0 ? " is negative" : " is used by an earlier request"));
       a.spec.id = uint64_t(id);
       rf.get("sample", &a.sample);
       rf.get("step", &a.step);
       rf.get("max_new_tokens", &a.spec.max_new_tokens);
       rf.get("stop_at_eos", &a.spec.stop_at_eos);
       rf.get("observe", &a.spec.observe);
-      if (const json* p = rf.array("prompt"); p && !int_list(*p, &a.spec.prompt)) rf.fail("prompt", "is not a list of token ids");
+      if (rf.status().ok() && a.step < 0) rf.fail("step", absl::StrCat(a.step, " is negative"));
+      if (const json* p = rf.array("prompt"); p && !int_list(*p, 0, INT32_MAX, &a.spec.prompt))
+        rf.fail("prompt", "is not a list of token ids");
       if (const json* s = rf.object("sampling")) {
         JsonFields sf(file, s, rf.field("sampling"));
         double temperature = 0, top_p = 1;
@@ -180,33 +215,42 @@ absl::StatusOr<Trace> trace_from_json(const json& j, const std::string& file) {
       }
       if (rf.status().ok() && (a.sample < -1 || a.sample >= t.samples))
         rf.fail("sample", absl::StrCat(a.sample, " is not a sample index"));
+      if (rf.status().ok() && a.sample >= 0 && !target_samples.insert(a.sample).second)
+        rf.fail("sample", absl::StrCat(a.sample, " is the target of an earlier request"));
       f.merge(rf.status());
       t.requests.push_back(std::move(a));
     }
   }
-  if (const json* runs = f.array("runs")) {
+  const json* runs = f.array("runs");
+  if (runs && runs->empty()) f.fail("runs", "is empty (a trace records at least one mode's run)");
+  if (runs) {
     for (size_t i = 0; i < runs->size() && f.status().ok(); ++i) {
       JsonFields rf(file, &(*runs)[i], absl::StrCat("runs[", i, "]"));
       TraceRun r;
       std::string mode;
       if (rf.get("mode", &mode)) {
         if (auto m = parse_mode(mode)) r.mode = *m;
-        else rf.fail("mode", "'" + mode + "' is not default or invariant");
+        else rf.fail("mode", "'" + printable(mode, 40) + "' is not default or invariant");
+        for (const TraceRun& earlier : t.runs)
+          if (rf.status().ok() && earlier.mode == r.mode) rf.fail("mode", "'" + mode + "' is recorded twice");
       }
       if (const json* s = rf.array("submitted")) {
         for (const auto& v : *s) {
-          if (!v.is_array() || v.size() != 2 || !v[0].is_number_integer() || !v[1].is_number_integer()) {
-            rf.fail("submitted", v.dump() + " is not [engine_step, request_id]");
+          SubmittedAt at;
+          const int64_t after = r.submitted.empty() ? 0 : r.submitted.back().engine_step;
+          if (!v.is_array() || v.size() != 2 || !int_in(v[0], after, INT64_MAX, &at.engine_step) ||
+              !int_in(v[1], 0, INT64_MAX, &at.request_id)) {
+            rf.fail("submitted", json_shown(v) + " is not [engine_step (in order), request_id]");
             break;
           }
-          r.submitted.push_back({v[0].get<int64_t>(), v[1].get<uint64_t>()});
+          r.submitted.push_back(at);
         }
       }
       if (const json* recs = rf.array("records")) {
         for (size_t k = 0; k < recs->size(); ++k) {
           StepRecord rec;
-          if (!record_from_json((*recs)[k], &rec)) {
-            rf.fail(absl::StrCat("records[", k, "]"), "is not a step record");
+          if (std::string why = record_from_json((*recs)[k], int64_t(k), &rec); !why.empty()) {
+            rf.fail(absl::StrCat("records[", k, "]"), why);
             break;
           }
           r.records.push_back(std::move(rec));
@@ -226,8 +270,9 @@ absl::StatusOr<Trace> trace_from_json(const json& j, const std::string& file) {
   return t;
 }
 
-absl::Status write_trace(const Trace& trace, const std::string& path) {
-  return write_file_atomically(path, trace_to_json(trace).dump() + "\n");
+absl::Status write_trace(const Trace& trace, const std::string& path, OutputFiles* outputs) {
+  const std::string text = json_text(trace_to_json(trace)) + "\n";
+  return outputs ? outputs->stage(path, text) : write_file_atomically(path, text);
 }
 
 absl::StatusOr<Trace> read_trace(const std::string& path) {

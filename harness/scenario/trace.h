@@ -17,6 +17,8 @@
 namespace samebits {
 
 inline constexpr int kTraceVersion = 1;
+inline constexpr int kMaxTraceSamples = 100000;  // as a scenario's samples
+inline constexpr int kMaxTraceThreads = 1024;
 
 struct TraceRun {
   Mode mode = Mode::kInvariant;
@@ -47,7 +49,8 @@ TraceRun trace_run_of(const ModeRun& run);
 
 nlohmann::json trace_to_json(const Trace& trace);
 absl::StatusOr<Trace> trace_from_json(const nlohmann::json& json, const std::string& file);
-absl::Status write_trace(const Trace& trace, const std::string& path);
+// Writes the file atomically, or, given `outputs`, stages it there (written when they commit).
+absl::Status write_trace(const Trace& trace, const std::string& path, OutputFiles* outputs = nullptr);
 absl::StatusOr<Trace> read_trace(const std::string& path);
 
 }  // namespace samebits

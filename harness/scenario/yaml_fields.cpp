@@ -1,27 +1,75 @@
 #include "harness/scenario/yaml_fields.h"
 
+#include <algorithm>
 #include <cmath>
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/input_file.h"
 
 namespace samebits {
 
+namespace {
+
+absl::Status syntax_error(const std::string& file, int line, const std::string& message) {
+  return absl::InvalidArgumentError(absl::StrCat(printable(file), ":", line, ": (syntax): ", printable(message, 200)));
+}
+
+// The deepest nesting under `node` (a scalar is 0), stopping once past `limit`.
+int nesting_depth(const YAML::Node& node, int limit) {
+  if (limit < 0 || !(node.IsMap() || node.IsSequence())) return 0;
+  int deepest = 0;
+  for (const auto& item : node) {
+    if (node.IsMap()) {
+      deepest = std::max({deepest, nesting_depth(item.first, limit - 1), nesting_depth(item.second, limit - 1)});
+    } else {
+      deepest = std::max(deepest, nesting_depth(item, limit - 1));
+    }
+    if (deepest > limit) break;
+  }
+  return deepest + 1;
+}
+
+}  // namespace
+
+absl::StatusOr<YAML::Node> load_yaml_document(std::string_view text, const std::string& file) {
+  int line = 1;
+  for (unsigned char c : text) {
+    if (c == '\n') ++line;
+    if ((c < 0x20 && c != '\t' && c != '\n' && c != '\r') || c == 0x7f)
+      return syntax_error(file, line, absl::StrCat("control character ", printable(std::string(1, char(c))),
+                                                   " (a YAML file is text)"));
+  }
+  std::vector<YAML::Node> documents;
+  try {
+    documents = YAML::LoadAll(std::string(text));
+  } catch (const YAML::Exception& e) {
+    return syntax_error(file, e.mark.is_null() ? 1 : e.mark.line + 1, e.msg);
+  } catch (const std::exception& e) {
+    return syntax_error(file, 1, e.what());
+  }
+  if (documents.size() > 1)
+    return syntax_error(file, documents[1].Mark().is_null() ? 1 : documents[1].Mark().line + 1,
+                        "a second YAML document (a file holds one)");
+  YAML::Node root = documents.empty() ? YAML::Node() : documents[0];
+  if (nesting_depth(root, kMaxNestingDepth) > kMaxNestingDepth)
+    return syntax_error(file, 1, absl::StrCat("nested deeper than ", kMaxNestingDepth, " levels"));
+  return root;
+}
+
 absl::Status yaml_error(const std::string& file, const YAML::Node& node, const std::string& field,
                         const std::string& message) {
-  std::string where = file;
+  std::string where = printable(file);
   const YAML::Mark mark = node.IsDefined() ? node.Mark() : YAML::Mark::null_mark();
   if (!mark.is_null()) absl::StrAppend(&where, ":", mark.line + 1);
-  return absl::InvalidArgumentError(absl::StrCat(where, ": ", field, ": ", message));
+  return absl::InvalidArgumentError(absl::StrCat(where, ": ", printable(field), ": ", printable(message, 200)));
 }
 
 std::string yaml_value_text(const YAML::Node& node) {
   if (!node.IsDefined() || node.IsNull()) return "(empty)";
   if (node.IsScalar()) {
-    std::string s = node.Scalar();
-    if (s.size() > 60) s = s.substr(0, 57) + "...";
-    return "'" + s + "'";
+    return "'" + printable(node.Scalar(), 57) + "'";
   }
   if (node.IsSequence()) return "a list";
   return "a mapping";
@@ -32,8 +80,31 @@ YamlFields::YamlFields(std::string file, YAML::Node map, std::string prefix)
   if (!map_.IsMap()) {
     set_error(yaml_error(file_, map_, prefix_.empty() ? "(top level)" : prefix_,
                          yaml_value_text(map_) + " is not a mapping of fields"));
+    return;
+  }
+  // yaml-cpp keeps every duplicate and lookups find the first: a repeated key is an error here.
+  std::set<std::string> seen;
+  for (const auto& kv : map_) {
+    if (!kv.first.IsScalar()) {
+      set_error(yaml_error(file_, kv.first, field("(key)"), yaml_value_text(kv.first) + " is not a plain key"));
+      return;
+    }
+    if (!seen.insert(kv.first.Scalar()).second) {
+      set_error(yaml_error(file_, kv.first, field(kv.first.Scalar()), "appears twice (each field once)"));
+      return;
+    }
   }
 }
+
+namespace {
+
+// Numbers and booleans must be written plainly (3, true) or with their own tag (!!int 3): a
+// quoted "3" or a !!str 3 is a string, which a typed field does not take.
+bool plain_scalar(const YAML::Node& node, const char* core_tag) {
+  return node.IsScalar() && (node.Tag() == "?" || node.Tag() == std::string("tag:yaml.org,2002:") + core_tag);
+}
+
+}  // namespace
 
 bool YamlFields::has(const std::string& key) const {
   const YAML::Node& map = map_;
@@ -65,13 +136,13 @@ void YamlFields::read_int(const std::string& key, int64_t* out, int64_t min, int
   // Strict: the whole scalar must be an integer ("3.5", "12abc" and "0x10" are rejected).
   std::string text = node.IsScalar() ? node.Scalar() : "";
   std::istringstream in(text);
-  if (!node.IsScalar() || text.empty() || !(in >> v) || !in.eof()) {
+  if (!plain_scalar(node, "int") || text.empty() || !(in >> v) || !in.eof()) {
     set_error(yaml_error(file_, node, field(key), yaml_value_text(node) + " is not an integer"));
     return;
   }
   if (v < min || v > max) {
     set_error(yaml_error(file_, node, field(key),
-                         absl::StrCat(text, " is not in [", min, ", ", max, "]")));
+                         absl::StrCat(printable(text), " is not in [", min, ", ", max, "]")));
     return;
   }
   *out = v;
@@ -89,12 +160,13 @@ void YamlFields::read_double(const std::string& key, double* out, double min, do
   std::string text = node.IsScalar() ? node.Scalar() : "";
   double v = 0;
   std::istringstream in(text);
-  if (!node.IsScalar() || text.empty() || !(in >> v) || !in.eof() || !std::isfinite(v)) {
+  if (!(plain_scalar(node, "float") || plain_scalar(node, "int")) || text.empty() || !(in >> v) || !in.eof() ||
+      !std::isfinite(v)) {
     set_error(yaml_error(file_, node, field(key), yaml_value_text(node) + " is not a number"));
     return;
   }
   if (v < min || v > max) {
-    set_error(yaml_error(file_, node, field(key), absl::StrCat(text, " is not in [", min, ", ", max, "]")));
+    set_error(yaml_error(file_, node, field(key), absl::StrCat(printable(text), " is not in [", min, ", ", max, "]")));
     return;
   }
   *out = v;
@@ -109,7 +181,7 @@ void YamlFields::read_float(const std::string& key, float* out, float min, float
 void YamlFields::read_bool(const std::string& key, bool* out, bool required) {
   YAML::Node node = lookup(key, required);
   if (!node.IsDefined()) return;
-  const std::string text = node.IsScalar() ? node.Scalar() : "";
+  const std::string text = plain_scalar(node, "bool") ? node.Scalar() : "";
   if (text == "true" || text == "True" || text == "yes" || text == "on") {
     *out = true;
   } else if (text == "false" || text == "False" || text == "no" || text == "off") {

@@ -6,12 +6,19 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "yaml-cpp/yaml.h"
 
 namespace samebits {
+
+// Parses text that must hold exactly one YAML document: control characters other than tab, line
+// feed and carriage return, a second document, nesting deeper than kMaxNestingDepth and every
+// yaml-cpp error become one line "file:line: (syntax): ...".
+absl::StatusOr<YAML::Node> load_yaml_document(std::string_view text, const std::string& file);
 
 // "file:line: field: message" (line 1-based; omitted when the node has no mark).
 absl::Status yaml_error(const std::string& file, const YAML::Node& node, const std::string& field,

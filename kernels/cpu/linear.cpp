@@ -21,10 +21,15 @@
 // computes kColumnBlock outputs (register blocking); the 16 lanes of each output live in four
 // 4-wide vector registers (cpu::LaneAcc), element-wise IEEE operations that keep every lane's order,
 // and the lane trees of four columns run side by side (lanes transposed: same adds, per column).
+// Where the CPU has AVX2 or AVX-512 (kernels/cpu/isa.h, chosen at run time), a tile goes to the
+// vector paths of kernels/cpu/linear_simd.h instead: the same operations per output, wider
+// registers and blocks of rows x columns; tests compare every path with this one bitwise.
 #include <memory>
 
 #include "kernels/cpu/cpu_ops.h"
+#include "kernels/cpu/isa.h"
 #include "kernels/cpu/lanes.h"
+#include "kernels/cpu/linear_simd.h"
 #include "kernels/cpu/threading.h"
 #include "kernels/op_checks.h"
 
@@ -137,10 +142,19 @@ absl::Status cpu_linear(const ExecContext& ctx, const LinearArgs& a) {
     }
   };
 
+  const cpu::Isa isa = cpu::active_isa();
   cpu::parallel_for(ctx, tiles_m * tiles_n, [&](int64_t t) {
     int64_t m0 = (t / tiles_n) * kTileM, n0 = (t % tiles_n) * kTileN;
-    compute_block(xf.get(), a.w, K, part_len, m0, std::min(M, m0 + kTileM), n0, std::min(N, n0 + kTileN),
-                  finish);
+    const int64_t m1 = std::min(M, m0 + kTileM), n1 = std::min(N, n0 + kTileN);
+    if (isa == cpu::Isa::kPortable) {
+      compute_block(xf.get(), a.w, K, part_len, m0, m1, n0, n1, finish);
+      return;
+    }
+    float sums[kTileM * kTileN];
+    const cpu::LinearTile tile{xf.get() + m0 * K, a.w + n0 * K, K, part_len, m1 - m0, n1 - n0, sums};
+    if (isa == cpu::Isa::kAvx512) cpu::linear_tile_avx512(tile); else cpu::linear_tile_avx2(tile);
+    for (int64_t m = m0; m < m1; ++m)
+      for (int64_t n = n0; n < n1; ++n) finish(m, n, sums[(m - m0) * (n1 - n0) + (n - n0)]);
   }, std::min(M, kTileM) * std::min(N, kTileN) * K, kMinWorkPerThread);
   return absl::OkStatus();
 }

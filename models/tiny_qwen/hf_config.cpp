@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
+#include "common/input_file.h"
 #include "nlohmann/json.hpp"
 
 namespace samebits {
@@ -23,7 +24,7 @@ using nlohmann::json;
   } while (0)
 
 absl::Status fail(const std::string& origin, const std::string& what) {
-  return absl::InvalidArgumentError(absl::StrCat(origin, ": ", what));
+  return absl::InvalidArgumentError(absl::StrCat(printable(origin), ": ", printable(what, 300)));
 }
 
 // A positive integer field. `fallback` < 0 means the field is required.
@@ -155,11 +156,7 @@ absl::StatusOr<std::string> dtype_field(const json& j, const std::string& origin
 
 absl::StatusOr<HfConfig> parse_hf_config(std::string_view json_text, const std::string& origin) {
   json j;
-  try {
-    j = json::parse(json_text.begin(), json_text.end());
-  } catch (const json::parse_error& e) {
-    return fail(origin, absl::StrCat("malformed JSON: ", e.what()));
-  }
+  if (absl::Status s = parse_json_text(json_text, origin, &j); !s.ok()) return s;
   if (!j.is_object()) return fail(origin, "malformed config: the top level is not a JSON object");
 
   HfConfig out;
@@ -227,11 +224,9 @@ absl::StatusOr<HfConfig> parse_hf_config(std::string_view json_text, const std::
 }
 
 absl::StatusOr<HfConfig> load_hf_config(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrCat(path, ": cannot be opened"));
-  std::stringstream text;
-  text << in.rdbuf();
-  return parse_hf_config(text.str(), path);
+  std::string text;
+  if (absl::Status s = read_input_file(path, kMaxTextInputBytes, &text); !s.ok()) return s;
+  return parse_hf_config(text, path);
 }
 
 }  // namespace samebits

@@ -19,6 +19,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/input_file.h"
 #include "nlohmann/json.hpp"
 
 namespace samebits {
@@ -27,10 +28,10 @@ namespace {
 static_assert(std::endian::native == std::endian::little, "safetensors data is little-endian");
 
 using nlohmann::json;
-constexpr uint64_t kMaxHeaderBytes = 100ull << 20;  // the format's own limit
+constexpr uint64_t kMaxHeaderBytes = kMaxSafetensorsHeaderBytes;  // the format's own limit
 
 absl::Status fail(const std::string& path, const std::string& what) {
-  return absl::InvalidArgumentError(absl::StrCat(path, ": ", what));
+  return absl::InvalidArgumentError(absl::StrCat(printable(path), ": ", printable(what, 300)));
 }
 
 std::string shape_str(const std::vector<int64_t>& shape) { return absl::StrCat("[", absl::StrJoin(shape, ", "), "]"); }
@@ -69,25 +70,30 @@ absl::StatusOr<StDtype> parse_dtype(const std::string& s) {
 absl::StatusOr<StTensorInfo> parse_entry(const std::string& path, const std::string& name, const json& e) {
   StTensorInfo info;
   info.name = name;
-  const std::string where = absl::StrCat("tensor '", name, "'");
+  const std::string where = absl::StrCat("tensor '", printable(name, 60), "'");
   if (!e.is_object()) return fail(path, absl::StrCat(where, ": header entry is not an object"));
   auto dt = e.find("dtype");
   if (dt == e.end() || !dt->is_string()) return fail(path, absl::StrCat(where, ": dtype missing or not a string"));
   auto parsed = parse_dtype(dt->get<std::string>());
   if (!parsed.ok()) {
-    return fail(path, absl::StrCat(where, ": unsupported dtype '", dt->get<std::string>(), "' (BF16, F16, F32 are read)"));
+    return fail(path, absl::StrCat(where, ": unsupported dtype '", printable(dt->get<std::string>(), 20), "' (BF16, F16, F32 are read)"));
   }
   info.dtype = *parsed;
   auto sh = e.find("shape");
   if (sh == e.end() || !sh->is_array()) return fail(path, absl::StrCat(where, ": shape missing or not a list"));
+  // The element count is checked before each multiplication, so it cannot wrap ([2^40, 2^24] is
+  // too large, not 0).
+  constexpr uint64_t kMaxElements = uint64_t(1) << 50;
   uint64_t numel = 1;
   for (const json& d : *sh) {
     if (!d.is_number_integer() || d.get<int64_t>() < 0 || d.get<int64_t>() > (int64_t(1) << 40)) {
-      return fail(path, absl::StrCat(where, ": shape ", sh->dump(), " is not a list of sizes"));
+      return fail(path, absl::StrCat(where, ": shape ", json_shown(*sh), " is not a list of sizes"));
     }
-    info.shape.push_back(d.get<int64_t>());
-    numel *= uint64_t(d.get<int64_t>());
-    if (numel > (uint64_t(1) << 50)) return fail(path, absl::StrCat(where, ": shape ", sh->dump(), " is too large"));
+    const uint64_t size = uint64_t(d.get<int64_t>());
+    info.shape.push_back(int64_t(size));
+    if (size != 0 && numel > kMaxElements / size)
+      return fail(path, absl::StrCat(where, ": shape ", json_shown(*sh), " is too large (over 2^50 elements)"));
+    numel *= size;
   }
   auto off = e.find("data_offsets");
   if (off == e.end() || !off->is_array() || off->size() != 2 || !(*off)[0].is_number_unsigned() ||
@@ -186,30 +192,36 @@ absl::StatusOr<std::unique_ptr<SafetensorsFile>> SafetensorsFile::open(const std
     return fail(path, absl::StrCat("header length ", header_len, " is out of range: the file holds ", size - 8,
                                    " bytes after the length field (truncated file or bad header length)"));
   }
+  auto header = parse_safetensors_header(
+      std::string_view(reinterpret_cast<const char*>(f->map_ + 8), size_t(header_len)), size - 8 - header_len, path);
+  if (!header.ok()) return header.status();
+  f->tensors_ = std::move(header->tensors);
+  f->metadata_ = std::move(header->metadata);
+  f->data_ = f->map_ + 8 + header_len;
+  return f;
+}
+
+absl::StatusOr<SafetensorsHeader> parse_safetensors_header(std::string_view text, uint64_t data_bytes,
+                                                           const std::string& path) {
   json header;
-  try {
-    header = json::parse(f->map_ + 8, f->map_ + 8 + header_len);
-  } catch (const json::parse_error& e) {
-    return fail(path, absl::StrCat("header is malformed JSON: ", e.what()));
-  }
+  if (absl::Status s = parse_json_text(text, path + " (header)", &header); !s.ok()) return s;
   if (!header.is_object()) return fail(path, "header is not a JSON object");
+  SafetensorsHeader out;
   for (const auto& [name, entry] : header.items()) {
     if (name == "__metadata__") {
       if (!entry.is_object()) return fail(path, "__metadata__ is not an object");
       for (const auto& [k, v] : entry.items()) {
-        if (!v.is_string()) return fail(path, absl::StrCat("__metadata__.", k, " is not a string"));
-        f->metadata_[k] = v.get<std::string>();
+        if (!v.is_string()) return fail(path, absl::StrCat("__metadata__.", printable(k, 40), " is not a string"));
+        out.metadata[k] = v.get<std::string>();
       }
       continue;
     }
     auto info = parse_entry(path, name, entry);
     if (!info.ok()) return info.status();
-    f->tensors_[name] = std::move(*info);
+    out.tensors[name] = std::move(*info);
   }
-  const uint64_t data_bytes = size - 8 - header_len;
-  if (absl::Status s = check_layout(path, f->tensors_, data_bytes); !s.ok()) return s;
-  f->data_ = f->map_ + 8 + header_len;
-  return f;
+  if (absl::Status s = check_layout(path, out.tensors, data_bytes); !s.ok()) return s;
+  return out;
 }
 
 absl::StatusOr<HostTensor> SafetensorsFile::read_bf16(const std::string& name) const {
@@ -261,15 +273,8 @@ absl::StatusOr<SafetensorsSet> SafetensorsSet::open_dir(const std::string& dir) 
   }
 
   const std::string ipath = index_path.string();
-  std::ifstream in(ipath, std::ios::binary);
-  std::stringstream text;
-  text << in.rdbuf();
   json index;
-  try {
-    index = json::parse(text.str());
-  } catch (const json::parse_error& e) {
-    return fail(ipath, absl::StrCat("malformed JSON: ", e.what()));
-  }
+  if (absl::Status s = read_json_input(ipath, &index); !s.ok()) return s;
   if (!index.is_object() || !index.contains("weight_map") || !index["weight_map"].is_object()) {
     return fail(ipath, "weight_map missing or not an object");
   }

@@ -9,6 +9,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -26,6 +27,15 @@ struct StTensorInfo {
   std::vector<int64_t> shape;
   uint64_t begin = 0, end = 0;  // byte offsets inside the data section
 };
+
+// A parsed header: every entry checked (dtype, shape, offsets inside `data_bytes`, no overlaps).
+struct SafetensorsHeader {
+  std::map<std::string, StTensorInfo> tensors;
+  std::map<std::string, std::string> metadata;
+};
+// `text` is the JSON header (within kMaxSafetensorsHeaderBytes); errors name `path`.
+absl::StatusOr<SafetensorsHeader> parse_safetensors_header(std::string_view text, uint64_t data_bytes,
+                                                           const std::string& path);
 
 // One mapped .safetensors file.
 class SafetensorsFile {

@@ -81,7 +81,7 @@ std::vector<BadCase> bad_cases() {
                      b[8] = '[';  // '{' becomes '[' : the JSON no longer parses
                      t::write_file(path_in(d, st), b);
                    },
-                   st, "", "header is malformed JSON"});
+                   st, "", "(header): (syntax): not valid JSON"});
   cases.push_back({"offsets_out_of_range", 1,
                    [=](const std::string& d) {
                      rewrite_single(d, {}, [](json& h) {
@@ -152,9 +152,9 @@ std::vector<BadCase> bad_cases() {
                    "", "no model.safetensors or model.safetensors.index.json"});
   cases.push_back({"config_malformed_json", 1,
                    [=](const std::string& d) { t::write_file(path_in(d, "config.json"), "{\"hidden_size\": 16,"); },
-                   "config.json", "", "malformed JSON"});
+                   "config.json", "", "(syntax): not valid JSON"});
   cases.push_back({"config_missing", 1, [=](const std::string& d) { std::filesystem::remove(path_in(d, "config.json")); },
-                   "config.json", "", "cannot be opened"});
+                   "config.json", "", "cannot open"});
   cases.push_back({"config_unsupported_architecture", 1,
                    [=](const std::string& d) {
                      edit_config(d, [](json& j) {
@@ -169,7 +169,7 @@ std::vector<BadCase> bad_cases() {
   // Sharded checkpoints.
   const std::string index = "model.safetensors.index.json";
   cases.push_back({"index_malformed_json", 3, [=](const std::string& d) { t::write_file(path_in(d, index), "{\"weight_map\": "); },
-                   index, "", "malformed JSON"});
+                   index, "", "(syntax): not valid JSON"});
   cases.push_back({"index_without_weight_map", 3, [=](const std::string& d) { t::write_file(path_in(d, index), "{}"); },
                    index, "", "weight_map missing"});
   cases.push_back({"index_names_wrong_shard", 3,
