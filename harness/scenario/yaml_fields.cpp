@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/input_file.h"
+#include "yaml-cpp/eventhandler.h"
 
 namespace samebits {
 
@@ -15,6 +16,23 @@ namespace {
 absl::Status syntax_error(const std::string& file, int line, const std::string& message) {
   return absl::InvalidArgumentError(absl::StrCat(printable(file), ":", line, ": (syntax): ", printable(message, 200)));
 }
+
+// Counts documents (and where the second starts); ignores their content.
+struct DocumentCounter : YAML::EventHandler {
+  int documents = 0;
+  YAML::Mark second_start = YAML::Mark::null_mark();
+  void OnDocumentStart(const YAML::Mark& mark) override {
+    if (++documents == 2) second_start = mark;
+  }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t, const std::string&) override {}
+  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
+  void OnMapEnd() override {}
+};
 
 // The deepest nesting under `node` (a scalar is 0), stopping once past `limit`.
 int nesting_depth(const YAML::Node& node, int limit) {
@@ -41,18 +59,25 @@ absl::StatusOr<YAML::Node> load_yaml_document(std::string_view text, const std::
       return syntax_error(file, line, absl::StrCat("control character ", printable(std::string(1, char(c))),
                                                    " (a YAML file is text)"));
   }
-  std::vector<YAML::Node> documents;
+  // YAML::LoadAll is not used: on a stray ',' after a node's anchor or tag at the top level
+  // ("&a ,") yaml-cpp 0.7 yields empty documents forever, growing without bound. The first
+  // document is loaded alone, and the stream's documents are counted, stopping at the second.
+  YAML::Node root;
+  DocumentCounter counter;
   try {
-    documents = YAML::LoadAll(std::string(text));
+    root = YAML::Load(std::string(text));
+    std::istringstream stream{std::string(text)};
+    YAML::Parser parser(stream);
+    while (counter.documents < 2 && parser.HandleNextDocument(counter)) {
+    }
   } catch (const YAML::Exception& e) {
     return syntax_error(file, e.mark.is_null() ? 1 : e.mark.line + 1, e.msg);
   } catch (const std::exception& e) {
     return syntax_error(file, 1, e.what());
   }
-  if (documents.size() > 1)
-    return syntax_error(file, documents[1].Mark().is_null() ? 1 : documents[1].Mark().line + 1,
+  if (counter.documents > 1)
+    return syntax_error(file, counter.second_start.is_null() ? 1 : counter.second_start.line + 1,
                         "a second YAML document (a file holds one)");
-  YAML::Node root = documents.empty() ? YAML::Node() : documents[0];
   if (nesting_depth(root, kMaxNestingDepth) > kMaxNestingDepth)
     return syntax_error(file, 1, absl::StrCat("nested deeper than ", kMaxNestingDepth, " levels"));
   return root;
