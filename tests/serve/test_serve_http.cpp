@@ -232,7 +232,7 @@ TEST(ServeShutdown, SigtermLetsRequestsInFlightFinishThenExitsZero) {
   ASSERT_TRUE(server->ok()) << server->banner();
   const int port = server->port();
   const std::string body =
-      json({{"model", kModel}, {"prompt", "Who was Marie Curie?\n"}, {"max_tokens", 120}, {"ignore_eos", true}}).dump();
+      json({{"model", kModel}, {"prompt", "Who was Marie Curie?\n"}, {"max_tokens", 400}, {"ignore_eos", true}}).dump();
   std::vector<HttpReply> replies(4);
   std::vector<std::thread> clients;
   for (auto& r : replies) clients.emplace_back([&r, port, &body] { r = http_post(port, "/v1/completions", body); });
@@ -243,7 +243,7 @@ TEST(ServeShutdown, SigtermLetsRequestsInFlightFinishThenExitsZero) {
   for (auto& t : clients) t.join();
   for (const HttpReply& r : replies) {
     EXPECT_EQ(r.status, 200) << r.body;
-    EXPECT_EQ(r.json()["usage"]["completion_tokens"], 120);
+    EXPECT_EQ(r.json()["usage"]["completion_tokens"], 400);
   }
   EXPECT_NE(output.find("stopped after 4 requests"), std::string::npos) << output;
   EXPECT_EQ(http_get(port, "/health").status, -1);  // nobody listens any more
