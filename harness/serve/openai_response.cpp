@@ -109,8 +109,10 @@ size_t visible_tokens(const ChoiceState& c, const std::vector<std::string>& stop
     const std::string* s = c.reason == FinishReason::kStopSequence ? matched_stop(c, stop) : nullptr;
     return c.tokens.size() - (s ? s->size() : 0);
   }
+  // A stop sequence is known to match only when the engine finishes the choice, after its last
+  // token is already in the list: hold back as many tokens as the longest stop sequence.
   size_t hold = 0;
-  for (const std::string& s : stop) hold = std::max(hold, s.size() - 1);
+  for (const std::string& s : stop) hold = std::max(hold, s.size());
   return c.tokens.size() > hold ? c.tokens.size() - hold : 0;
 }
 

@@ -14,8 +14,8 @@
 namespace samebits::serve {
 
 // Tokens of a choice that are shown as text and logprobs: a matched stop sequence is cut (as
-// OpenAI does), and while the choice runs, the last tokens that could still start a stop
-// sequence are held back.
+// OpenAI does), and while the choice runs, as many of the last tokens as the longest stop
+// sequence has are held back (they may turn out to be one).
 size_t visible_tokens(const ChoiceState& choice, const std::vector<std::string>& stop);
 const char* finish_reason_text(FinishReason reason);
 // A token's text: its byte, "" for special tokens, or "token_id:N" (vLLM's
