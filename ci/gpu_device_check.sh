@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Runs prebuilt CUDA test and bench binaries on a GPU machine and writes logs and JSON into OUT:
 #   ci/gpu_device_check.sh BIN_DIR OUT [tests|sanitizer|bench-matmul|bench-matmul-sweep|bench-attention|all]...
+# ATTENTION_BASELINE=DIR (optional): bench-attention also runs DIR/bench_cuda_attention (an older build,
+# DIR/lib beside it) and prints both side by side.
 # BIN_DIR holds gpu_tests, bench_cuda_matmul, bench_cuda_attention, samebits and lib/ (bundled shared
 # libraries, ../shared/tools/bundle-libs). Each step has its own time limit; a failing step does
 # not stop the others. Everything is packed into OUT/results.tgz (one file to copy back from the GPU machine).
@@ -36,7 +38,7 @@ fi
 if want sanitizer; then
   cs=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
   run_step memcheck 150 "$cs" --tool memcheck --error-exitcode 9 "$bin/gpu_tests" \
-    --gtest_filter='GpuPointwise.*:GpuRmsNorm.MatchesCpuBackend:GpuLinear.MatchesCpuBackend:GpuAttention.MixedBatchMatchesCpuBackend:GpuAttention.BadBlockTableEntryIsReported'
+    --gtest_filter='GpuPointwise.*:GpuRmsNorm.MatchesCpuBackend:GpuLinear.MatchesCpuBackend:GpuAttention.MixedBatchMatchesCpuBackend:GpuAttention.Bad*:GpuAttention.RunToRunAndHostMirrorsDoNotMatter'
   run_step racecheck 120 "$cs" --tool racecheck --error-exitcode 9 "$bin/gpu_tests" \
     --gtest_filter='GpuRmsNorm.MatchesCpuBackend:GpuLinear.MatchesCpuBackend:GpuAttention.MixedBatchMatchesCpuBackend:GpuPointwise.SampleEqualsCpu:GpuPointwise.KvWrite*'
 fi
@@ -48,6 +50,16 @@ if want bench-matmul-sweep; then
 fi
 if want bench-attention; then
   run_step bench_attention 100 "$bin/bench_cuda_attention" --benchmark_out="$out/bench_attention.json" --benchmark_out_format=json
+  if [[ -n "${ATTENTION_BASELINE:-}" ]]; then
+    base=$(cd "$ATTENTION_BASELINE" && pwd)
+    LD_LIBRARY_PATH="$base/lib:/usr/local/cuda/lib64" run_step bench_attention_baseline 100 "$base/bench_cuda_attention"
+    for v in bench_attention_baseline bench_attention; do
+      sed -n '/^attention /,$p' "$out/$v.log" | grep -E '^(decode|prefill)' > "$out/$v.table"
+    done
+    printf '%-44s %9s %9s %7s %7s\n' case base_us us base_fr frac > "$out/attention_compare.txt"
+    awk 'NR==FNR{o[$1]=$2" "$4; next}{split(($1 in o)?o[$1]:"- -",a," "); printf "%-44s %9s %9.1f %7s %7.3f\n",$1,a[1],$2,a[2],$4}' \
+      "$out/bench_attention_baseline.table" "$out/bench_attention.table" | sort >> "$out/attention_compare.txt"
+  fi
 fi
 if want engine; then
   # The engine on the GPU (run from the repository root: the builtin checkpoint is found there):
@@ -71,5 +83,6 @@ echo "=== gpu: $(cat "$out/gpu.txt")"
 for f in "$out"/bench_matmul.log "$out"/bench_attention.log; do
   [[ -f $f ]] && sed -n '/^N  \|^attention /,$p' "$f" | tail -80
 done
+[[ -f "$out/attention_compare.txt" ]] && cat "$out/attention_compare.txt"
 printf '%s\n' "${summary[@]}" | tee "$out/summary.txt"
 tar -czf "$dest/results.tgz" -C "$out" .

@@ -11,6 +11,10 @@ find_package(PkgConfig REQUIRED)
 pkg_check_modules(XXHASH REQUIRED IMPORTED_TARGET libxxhash)
 # cpp-httplib: `samebits serve` and client mode (Debian builds it with OpenSSL, so https targets work).
 pkg_check_modules(HTTPLIB REQUIRED IMPORTED_TARGET cpp-httplib)
+# Tokenizers of real checkpoints: the pre-tokenizer's pattern needs Unicode properties (PCRE2),
+# the normaliser NFC (ICU).
+pkg_check_modules(PCRE2 REQUIRED IMPORTED_TARGET libpcre2-8)
+pkg_check_modules(ICU_UC REQUIRED IMPORTED_TARGET icu-uc)
 if(SAMEBITS_BUILD_TESTS)
   find_package(GTest REQUIRED)
 endif()

@@ -112,9 +112,11 @@ struct AttentionArgs {
   float scale = 0.f;  // usually 1/sqrt(head_dim)
   AttentionPlan plan;
   bf16* out = nullptr;  // [T, num_q_heads, head_dim]
-  // Optional host copies of query_start and context_lens (same contents). A device backend needs
-  // the batch's structure on the host to size its launch; without these it downloads them, which
-  // synchronises the stream. The CPU backend ignores them.
+  // Optional host copies of query_start and context_lens (same contents). The CUDA backend sizes
+  // its launches exactly from them; without them it sizes them from bounds on the shapes (T,
+  // num_seqs, max_blocks_per_seq) and derives the work on the device: no synchronisation, and the
+  // same launches for every batch of those shapes (capturable in a CUDA graph). The CPU backend
+  // ignores them.
   const int32_t* host_query_start = nullptr;
   const int32_t* host_context_lens = nullptr;
 };

@@ -1,9 +1,11 @@
-// Paged attention on CUDA, both modes, Qwen3-8B heads (32 q, 8 kv, head_dim 128), KV blocks of 16.
-// Decode: batch 1..256 sequences, context 128..8192, one query each; floor = the K and V bytes read
-// once at the measured copy bandwidth (frac_bw = floor / time). Prefill: one chunk of 64..4096
-// tokens over an empty cache (causal); floor = the QK^T and PV multiply-adds at the dense bf16
+// Paged attention on CUDA, both modes, Qwen3-8B heads (32 q, 8 kv, head_dim 128; decode also with
+// head_dim 64, named hd=64), KV blocks of 16.
+// Decode: batch 1..256 sequences, context 128..8192 (and 32768 at batch 1 and 4), one query each;
+// floor = the K and V bytes read once at the measured copy bandwidth (frac_bw = floor / time).
+// Prefill: one chunk of 64..4096 tokens over an empty cache (causal); floor = the QK^T and PV multiply-adds at the dense bf16
 // tensor-core rate (989 TFLOP/s datasheet; frac_tc = floor / time). Time per call from CUDA events
-// over a batch of calls; the host builds each call's work list (included in the time).
+// over a batch of calls; the host part of each call (launch sizing from the host mirrors) is
+// included in the time.
 #include <cuda_runtime.h>
 
 #include <cmath>
@@ -19,7 +21,7 @@
 namespace samebits::bench {
 namespace {
 
-constexpr int kHq = 32, kHkv = 8, kHd = 128, kBlock = 16;
+constexpr int kHq = 32, kHkv = 8, kBlock = 16;
 constexpr double kTensorPeak = 989e12;
 
 struct Batch {
@@ -33,7 +35,7 @@ struct Batch {
 void* device_alloc(size_t bytes) { return *gpu()->alloc(bytes); }
 
 // seqs sequences with `context` keys each, the last q_len of them computed now.
-std::unique_ptr<Batch> make_batch(int seqs, int64_t context, int64_t q_len) {
+std::unique_ptr<Batch> make_batch(int seqs, int64_t context, int64_t q_len, int hd) {
   auto b = std::make_unique<Batch>();
   const Backend& g = *gpu();
   b->max_blocks = int((context + kBlock - 1) / kBlock);
@@ -46,18 +48,18 @@ std::unique_ptr<Batch> make_batch(int seqs, int64_t context, int64_t q_len) {
   }
   b->T = b->qs.back();
   b->max_context = context;
-  const int64_t kv = b->num_blocks * kBlock * kHkv * kHd;
+  const int64_t kv = b->num_blocks * kBlock * kHkv * hd;
   b->kc = static_cast<bf16*>(device_alloc(size_t(kv) * 2));
   b->vc = static_cast<bf16*>(device_alloc(size_t(kv) * 2));
-  b->q = static_cast<bf16*>(device_alloc(size_t(b->T) * kHq * kHd * 2));
-  b->k = static_cast<bf16*>(device_alloc(size_t(b->T) * kHkv * kHd * 2));
-  b->v = static_cast<bf16*>(device_alloc(size_t(b->T) * kHkv * kHd * 2));
-  b->out = static_cast<bf16*>(device_alloc(size_t(b->T) * kHq * kHd * 2));
+  b->q = static_cast<bf16*>(device_alloc(size_t(b->T) * kHq * hd * 2));
+  b->k = static_cast<bf16*>(device_alloc(size_t(b->T) * kHkv * hd * 2));
+  b->v = static_cast<bf16*>(device_alloc(size_t(b->T) * kHkv * hd * 2));
+  b->out = static_cast<bf16*>(device_alloc(size_t(b->T) * kHq * hd * 2));
   (void)g.fill_synthetic(b->kc, kv, 1, 1.f, 0.f);
   (void)g.fill_synthetic(b->vc, kv, 2, 1.f, 0.f);
-  (void)g.fill_synthetic(b->q, b->T * kHq * kHd, 3, 2.f, 0.f);
-  (void)g.fill_synthetic(b->k, b->T * kHkv * kHd, 4, 1.f, 0.f);
-  (void)g.fill_synthetic(b->v, b->T * kHkv * kHd, 5, 1.f, 0.f);
+  (void)g.fill_synthetic(b->q, b->T * kHq * hd, 3, 2.f, 0.f);
+  (void)g.fill_synthetic(b->k, b->T * kHkv * hd, 4, 1.f, 0.f);
+  (void)g.fill_synthetic(b->v, b->T * kHkv * hd, 5, 1.f, 0.f);
   b->dqs = static_cast<int32_t*>(device_alloc(b->qs.size() * 4));
   b->dctx = static_cast<int32_t*>(device_alloc(b->ctx.size() * 4));
   b->dtab = static_cast<int32_t*>(device_alloc(b->tables.size() * 4));
@@ -75,12 +77,12 @@ void free_batch(Batch& b) {
   }
 }
 
-void run(benchmark::State& state, Mode mode, int seqs, int64_t context, int64_t q_len) {
+void run(benchmark::State& state, Mode mode, int seqs, int64_t context, int64_t q_len, int hd) {
   if (gpu() == nullptr) {
     state.SkipWithError("no CUDA device");
     return;
   }
-  std::unique_ptr<Batch> b = make_batch(seqs, context, q_len);
+  std::unique_ptr<Batch> b = make_batch(seqs, context, q_len, hd);
   ExecContext ctx;
   ctx.mode = mode;
   AttentionArgs a;
@@ -99,10 +101,10 @@ void run(benchmark::State& state, Mode mode, int seqs, int64_t context, int64_t 
   a.T = b->T;
   a.num_q_heads = kHq;
   a.num_kv_heads = kHkv;
-  a.head_dim = kHd;
+  a.head_dim = hd;
   a.block_size = kBlock;
   a.num_blocks = b->num_blocks;
-  a.scale = float(1.0 / std::sqrt(double(kHd)));
+  a.scale = float(1.0 / std::sqrt(double(hd)));
   a.plan = plan_attention(mode, seqs, kHkv, context, kDefaultParallelUnits);
   a.out = b->out;
   bool failed = false;
@@ -124,12 +126,12 @@ void run(benchmark::State& state, Mode mode, int seqs, int64_t context, int64_t 
   const double t = total / std::max(1, n);
   state.counters["us"] = t * 1e6;
   if (q_len == 1) {
-    const double bytes = double(seqs) * context * kHkv * kHd * 2.0 * 2.0;
+    const double bytes = double(seqs) * context * kHkv * hd * 2.0 * 2.0;
     state.counters["GBs"] = bytes / t / 1e9;
     state.counters["frac_bw"] = bytes / copy_bandwidth() / t;
   } else {
     const double pairs = double(seqs) * q_len * (q_len + 1) / 2.0;  // (query, visible key) pairs
-    const double flops = 4.0 * kHq * kHd * pairs;
+    const double flops = 4.0 * kHq * hd * pairs;
     state.counters["TFLOPs"] = flops / t / 1e12;
     state.counters["frac_tc"] = flops / kTensorPeak / t;
   }
@@ -144,16 +146,22 @@ int main(int argc, char** argv) {
   using namespace samebits::bench;
   for (Mode mode : {Mode::kInvariant, Mode::kDefault}) {
     const std::string m(mode_name(mode));
-    for (int seqs : {1, 4, 16, 64, 256}) {
-      for (int64_t context : {128, 512, 2048, 8192}) {
-        benchmark::RegisterBenchmark(absl::StrCat("decode/", m, "/batch=", seqs, "/context=", context).c_str(),
-                                     [=](benchmark::State& st) { run(st, mode, seqs, context, 1); })
-            ->UseManualTime()->Iterations(5)->Unit(benchmark::kMicrosecond);
+    for (int hd : {128, 64}) {
+      const std::string h = hd == 128 ? "" : "hd=64/";
+      for (int seqs : {1, 4, 16, 64, 256}) {
+        std::vector<int64_t> contexts{128, 512, 2048, 8192};
+        if (seqs <= 4) contexts.push_back(32768);
+        for (int64_t context : contexts) {
+          benchmark::RegisterBenchmark(
+              absl::StrCat("decode/", m, "/", h, "batch=", seqs, "/context=", context).c_str(),
+              [=](benchmark::State& st) { run(st, mode, seqs, context, 1, hd); })
+              ->UseManualTime()->Iterations(5)->Unit(benchmark::kMicrosecond);
+        }
       }
     }
     for (int64_t chunk : {64, 256, 1024, 4096}) {
       benchmark::RegisterBenchmark(absl::StrCat("prefill/", m, "/chunk=", chunk).c_str(),
-                                   [=](benchmark::State& st) { run(st, mode, 1, chunk, chunk); })
+                                   [=](benchmark::State& st) { run(st, mode, 1, chunk, chunk, 128); })
           ->UseManualTime()->Iterations(5)->Unit(benchmark::kMicrosecond);
     }
   }

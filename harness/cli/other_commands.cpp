@@ -94,6 +94,7 @@ int info_command() {
     std::printf("builtin model: %s\n  weights digest %s; vocab %d, hidden %d, layers %d, heads %d/%d, head_dim %d, ffn %d, context %d\n",
                 model->description.c_str(), digest_hex(model->weights_digest).c_str(), c.vocab_size, c.hidden_size,
                 c.num_layers, c.num_heads, c.num_kv_heads, c.head_dim, c.intermediate_size, c.max_position_embeddings);
+    std::printf("  tokenizer: %s\n", model->tokenizer->description().c_str());
   } else {
     std::printf("builtin model: unavailable: %s\n", std::string(model.status().message()).c_str());
   }

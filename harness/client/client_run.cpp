@@ -101,16 +101,10 @@ void TokenTexts::note(int32_t id, const std::string& text) {
   text_.emplace(id, text);
 }
 
-std::string TokenTexts::decode(const std::vector<int32_t>& tokens, size_t begin, size_t end) const {
+std::string TokenTexts::token_bytes(int32_t id) const {
   std::lock_guard<std::mutex> lock(mu_);
-  std::string out;
-  for (size_t i = begin; i < end && i < tokens.size(); ++i) {
-    auto it = text_.find(tokens[i]);
-    out += it != text_.end() ? it->second : absl::StrCat("<", tokens[i], ">");
-  }
-  for (char& c : out)
-    if ((static_cast<unsigned char>(c) < 0x20 && c != '\n') || c == 0x7f) c = '?';
-  return out;
+  auto it = text_.find(id);
+  return it != text_.end() ? it->second : absl::StrCat("<", id, ">");
 }
 
 absl::StatusOr<ServerInfo> query_server(const TargetSettings& t) {

@@ -5,6 +5,7 @@
 // as soon as a connection is free). Prompts go as text (the workload's bytes after BOS), so every
 // server tokenizes them itself; the chat API sends one user message.
 #pragma once
+#include <climits>
 #include <cstdint>
 #include <functional>
 #include <mutex>
@@ -18,6 +19,7 @@
 #include "harness/scenario/runner.h"
 #include "harness/scenario/scenario.h"
 #include "harness/scenario/workload.h"
+#include "models/tiny_qwen/text_tokenizer.h"
 
 namespace samebits::client {
 
@@ -38,13 +40,26 @@ std::string target_backend_id(const std::string& model);
 
 absl::StatusOr<ServerInfo> query_server(const TargetSettings& target);
 
-// Token texts seen in responses (id or interned text -> text), to show forks as text.
-class TokenTexts {
+// Token texts seen in responses (id, or interned text for text-only tokens -> text): the tokenizer
+// the results of a client-mode run decode their texts with. It only decodes.
+class TokenTexts : public TextTokenizer {
  public:
   // The id a text-only token is grouped by (interned; negative, so never a real id).
   int32_t intern(const std::string& text);
   void note(int32_t id, const std::string& text);
-  std::string decode(const std::vector<int32_t>& tokens, size_t begin, size_t end) const;
+
+  absl::StatusOr<std::vector<int32_t>> encode_text(std::string_view, bool) const override {
+    return absl::UnimplementedError("the texts of a server's tokens only decode");
+  }
+  std::string token_bytes(int32_t id) const override;
+  bool is_special(int32_t) const override { return false; }
+  int32_t byte_token(uint8_t byte) const override { return byte; }
+  int32_t prompt_bos() const override { return -1; }
+  int32_t vocab_size() const override { return INT32_MAX; }
+  absl::StatusOr<ChatTemplate> chat_template() const override {
+    return absl::UnimplementedError("the server applies its own chat template");
+  }
+  std::string description() const override { return "token texts as the server returned them"; }
 
  private:
   mutable std::mutex mu_;

@@ -6,12 +6,11 @@
 #include "absl/strings/str_cat.h"
 #include "harness/golden/digest.h"
 #include "harness/golden/json_fields.h"
-#include "models/tiny_qwen/tokenizer.h"
 
 namespace samebits {
 namespace {
 
-constexpr int kForkContext = 40;  // characters of text shown on each side of a fork
+constexpr int kForkContext = 40;  // tokens of text shown on each side of a fork
 
 int first_token_difference(const std::vector<int32_t>& a, const std::vector<int32_t>& b) {
   const size_t n = std::min(a.size(), b.size());
@@ -39,32 +38,21 @@ double ModeResult::tokens_per_second() const {
   return figures.wall_seconds > 0 ? double(figures.tokens_generated) / figures.wall_seconds : 0.0;
 }
 
-std::string ModeResult::main_text() const {
-  if (!decoded_main_text.empty()) return decoded_main_text;
-  return groups.empty() ? "" : decode_text(groups[0].tokens, 0, groups[0].tokens.size());
-}
-
 const ModeResult* RunResults::find(Mode m) const {
   for (const auto& r : modes)
     if (r.mode == m) return &r;
   return nullptr;
 }
 
-std::string decode_text(const std::vector<int32_t>& tokens, size_t begin, size_t end) {
+std::string decode_text(const TextTokenizer& tokenizer, const std::vector<int32_t>& tokens, size_t begin, size_t end) {
   end = std::min(end, tokens.size());
   begin = std::min(begin, end);
-  std::vector<int32_t> part(tokens.begin() + long(begin), tokens.begin() + long(end));
-  std::string text = ByteTokenizer().decode(part);
-  for (char& c : text) {
-    const unsigned char u = static_cast<unsigned char>(c);
-    if ((u < 0x20 && c != '\n') || u == 0x7f) c = '?';
-  }
-  return text;
+  const std::vector<int32_t> part(tokens.begin() + long(begin), tokens.begin() + long(end));
+  return display_text(tokenizer.decode_bytes(part, /*skip_special=*/true));
 }
 
 ModeResult analyze_mode(Mode mode, std::vector<TargetObservation> obs, const RunFigures& figures,
-                        const TokenDecoder& decoder) {
-  const TokenDecoder decode = decoder ? decoder : TokenDecoder(decode_text);
+                        const TextTokenizer& tokenizer) {
   std::sort(obs.begin(), obs.end(), [](const auto& a, const auto& b) { return a.sample < b.sample; });
   ModeResult r;
   r.mode = mode;
@@ -80,7 +68,7 @@ ModeResult analyze_mode(Mode mode, std::vector<TargetObservation> obs, const Run
   std::vector<std::pair<int, int>> raw(obs.size());  // (group, stream) per observation
   for (size_t i = 0; i < obs.size(); ++i) {
     auto [g, g_new] = group_of.emplace(obs[i].tokens, int(groups.size()));
-    if (g_new) groups.push_back({obs[i].tokens, 0, 0, obs[i].sample, -1, "", "", ""});
+    if (g_new) groups.push_back({obs[i].tokens, 0, 0, obs[i].sample, -1, "", "", "", ""});
     groups[size_t(g->second)].count++;
     auto [s, s_new] = stream_of.emplace(obs[i].digest, int(streams.size()));
     if (s_new) {
@@ -115,16 +103,16 @@ ModeResult analyze_mode(Mode mode, std::vector<TargetObservation> obs, const Run
     r.streams.push_back(std::move(streams[size_t(s)]));
   }
 
+  for (CompletionGroup& g : r.groups) g.text = decode_text(tokenizer, g.tokens, 0, g.tokens.size());
   const CompletionGroup& main = r.groups[0];
   for (size_t g = 1; g < r.groups.size(); ++g) {
     CompletionGroup& other = r.groups[g];
     other.fork_position = first_token_difference(other.tokens, main.tokens);
     const size_t fork = size_t(other.fork_position);
-    other.text_before = decode(main.tokens, fork > kForkContext ? fork - kForkContext : 0, fork);
-    other.text_main = decode(main.tokens, fork, fork + kForkContext);
-    other.text_this = decode(other.tokens, fork, fork + kForkContext);
+    other.text_before = decode_text(tokenizer, main.tokens, fork > kForkContext ? fork - kForkContext : 0, fork);
+    other.text_main = decode_text(tokenizer, main.tokens, fork, fork + kForkContext);
+    other.text_this = decode_text(tokenizer, other.tokens, fork, fork + kForkContext);
   }
-  if (decoder) r.decoded_main_text = decode(main.tokens, 0, main.tokens.size());
 
   for (size_t i = 0; i < obs.size(); ++i) {
     SampleSummary s;

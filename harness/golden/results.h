@@ -11,6 +11,7 @@
 #include "absl/status/statusor.h"
 #include "common/output_files.h"
 #include "kernels/mode.h"
+#include "models/tiny_qwen/text_tokenizer.h"
 #include "nlohmann/json.hpp"
 
 namespace samebits {
@@ -46,6 +47,7 @@ struct CompletionGroup {  // one unique completion (by tokens)
   int logit_streams = 0;   // unique logit streams among its samples
   int first_sample = -1;
   int fork_position = -1;  // first token differing from the main completion; -1 for the main one
+  std::string text;        // the whole completion through the model's tokenizer (display_text)
   std::string text_before, text_main, text_this;  // decoded text around the fork
 };
 
@@ -85,14 +87,10 @@ struct ModeResult {
   RunFigures figures;
   GoldenStatus golden;
 
-  // The main completion's text when the tokens are not the byte tokenizer's (client mode); else
-  // empty and main_text() decodes the bytes.
-  std::string decoded_main_text;
-
   int unique_completions() const { return int(groups.size()); }
   int unique_logit_streams() const { return int(streams.size()); }
   double tokens_per_second() const;
-  std::string main_text() const;  // the main completion decoded
+  std::string main_text() const { return groups.empty() ? "" : groups[0].text; }
 };
 
 struct RunResults {
@@ -110,16 +108,14 @@ struct RunResults {
   const ModeResult* find(Mode m) const;
 };
 
-// Text of tokens [begin, end) of a completion.
-using TokenDecoder = std::function<std::string(const std::vector<int32_t>& tokens, size_t begin, size_t end)>;
-
 // Groups observations (in any order; sorted by sample here). Every observation needs steps and
-// tokens of equal length. `decode` gives the text around forks (default: decode_text).
+// tokens of equal length. Texts come from the model's tokenizer.
 ModeResult analyze_mode(Mode mode, std::vector<TargetObservation> observations, const RunFigures& figures,
-                        const TokenDecoder& decode = {});
+                        const TextTokenizer& tokenizer);
 
-// Text of `tokens` (byte tokenizer), specials dropped, control bytes other than \n shown as '?'.
-std::string decode_text(const std::vector<int32_t>& tokens, size_t begin, size_t end);
+// Text of tokens[begin, end) through the model's tokenizer for people: specials dropped, bytes
+// that do not form a character (a cut inside one) as \xNN escapes, control bytes but \n as '?'.
+std::string decode_text(const TextTokenizer& tokenizer, const std::vector<int32_t>& tokens, size_t begin, size_t end);
 
 nlohmann::json results_to_json(const RunResults& results);
 absl::StatusOr<RunResults> results_from_json(const nlohmann::json& json, const std::string& file);

@@ -38,7 +38,7 @@ json mode_to_json(const ModeResult& m) {
   json groups = json::array();
   for (const auto& g : m.groups) {
     groups.push_back({{"count", g.count}, {"logit_streams", g.logit_streams}, {"first_sample", g.first_sample},
-                      {"fork_position", g.fork_position}, {"text_before", g.text_before},
+                      {"fork_position", g.fork_position}, {"text", g.text}, {"text_before", g.text_before},
                       {"text_main", g.text_main}, {"text_this", g.text_this}, {"tokens", g.tokens}});
   }
   j["completions"] = std::move(groups);
@@ -67,7 +67,6 @@ absl::StatusOr<ModeResult> mode_from_json(const json& j, const std::string& file
   if (f.get("mode", &mode) && !parse_mode(mode)) f.fail("mode", "'" + mode + "' is not default or invariant");
   if (f.status().ok()) m.mode = *parse_mode(mode);
   f.get("samples", &m.samples);
-  if (j.contains("main_text") && j["main_text"].is_string()) m.decoded_main_text = j["main_text"].get<std::string>();
   f.get("first_token_divergence", &m.earliest_token_divergence);
   f.get("first_logit_divergence", &m.earliest_logit_divergence);
   f.get("samples_token_diverged", &m.samples_token_diverged);
@@ -94,6 +93,7 @@ absl::StatusOr<ModeResult> mode_from_json(const json& j, const std::string& file
       gf.get("logit_streams", &g.logit_streams);
       gf.get("first_sample", &g.first_sample);
       gf.get("fork_position", &g.fork_position);
+      if (gf.has("text")) gf.get("text", &g.text);
       gf.get("text_before", &g.text_before);
       gf.get("text_main", &g.text_main);
       gf.get("text_this", &g.text_this);

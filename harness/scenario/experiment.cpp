@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "harness/scenario/live.h"
 #include "harness/client/client_run.h"
+#include "models/tiny_qwen/tokenizer.h"
 
 namespace samebits {
 
@@ -75,8 +76,7 @@ absl::Status run_client_mode(Experiment& e, const ExperimentOptions& o) {
   r.kernel_set_version = info->kernel_set_version;
   r.samples = e.workload.samples;
   r.live = true;
-  r.modes.push_back(analyze_mode(mode, run->targets, run->figures,
-                                 [&](const std::vector<int32_t>& tokens, size_t b, size_t end) { return texts.decode(tokens, b, end); }));
+  r.modes.push_back(analyze_mode(mode, run->targets, run->figures, texts));
   e.runs.push_back(std::move(*run));
   return absl::OkStatus();
 }
@@ -98,7 +98,7 @@ RunResults make_results(const Scenario& sc, const ModelSource& model, const Back
   r.samples = samples;
   r.live = live;
   r.threads = threads;
-  for (ModeRun& run : runs) r.modes.push_back(analyze_mode(run.mode, run.targets, run.figures));
+  for (ModeRun& run : runs) r.modes.push_back(analyze_mode(run.mode, run.targets, run.figures, *model.tokenizer));
   return r;
 }
 
@@ -111,7 +111,7 @@ absl::StatusOr<Experiment> run_experiment(const std::string& path, const Experim
   if (!backend_id.ok()) return backend_id.status();
   e.backend_id = *backend_id;
   if (e.scenario.target) {
-    auto workload = generate_workload(e.scenario);
+    auto workload = generate_workload(e.scenario, ByteTokenizer());  // prompts go out as text: bytes after BOS
     if (!workload.ok()) return workload.status();
     e.workload = std::move(*workload);
     if (absl::Status s = run_client_mode(e, o); !s.ok()) return s;
@@ -123,7 +123,7 @@ absl::StatusOr<Experiment> run_experiment(const std::string& path, const Experim
   auto model = resolve_model(e.scenario.model);
   if (!model.ok()) return model.status();
   e.model = std::move(*model);
-  auto workload = generate_workload(e.scenario);
+  auto workload = generate_workload(e.scenario, *e.model.tokenizer);
   if (!workload.ok()) return workload.status();
   e.workload = std::move(*workload);
 

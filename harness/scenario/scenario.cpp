@@ -63,6 +63,42 @@ void read_arrival(YamlFields& parent, ArrivalProcess* out) {
   parent.merge(f->finish());
 }
 
+// prompt | messages (+ chat) | prompt_tokens: exactly one.
+void read_prompt(YamlFields& top, Scenario& s) {
+  const int given = int(top.has("prompt")) + int(top.has("messages")) + int(top.has("prompt_tokens"));
+  if (given != 1) {
+    top.fail(given == 0 ? "prompt" : "messages",
+             given == 0 ? "missing (give prompt, messages or prompt_tokens)"
+                        : "give only one of prompt, messages and prompt_tokens");
+    return;
+  }
+  top.read_string("prompt", &s.prompt);
+  if (top.status().ok() && top.has("prompt") && s.prompt.empty()) top.fail("prompt", "'' is empty");
+  top.read_int_list("prompt_tokens", &s.prompt_tokens, 0, INT32_MAX);
+  for (YamlFields& m : top.child_list("messages")) {
+    ChatMessage msg;
+    m.read_choice("role", &msg.role, {"system", "user", "assistant"}, true);
+    m.read_string("content", &msg.content, true);
+    if (m.has("reasoning_content")) {
+      std::string r;
+      m.read_string("reasoning_content", &r);
+      msg.reasoning_content = r;
+    }
+    top.merge(m.finish());
+    s.messages.push_back(std::move(msg));
+  }
+  if (auto f = top.child("chat")) {
+    if (!top.has("messages")) f->fail("add_generation_prompt", "chat options need messages");
+    f->read_bool("add_generation_prompt", &s.chat.add_generation_prompt);
+    if (f->has("enable_thinking")) {
+      bool thinking = true;
+      f->read_bool("enable_thinking", &thinking);
+      s.chat.enable_thinking = thinking;
+    }
+    top.merge(f->finish());
+  }
+}
+
 }  // namespace
 
 absl::StatusOr<Scenario> parse_scenario(std::string_view text, const std::string& file) {
@@ -78,8 +114,7 @@ absl::StatusOr<Scenario> parse_scenario(std::string_view text, const std::string
     top.fail("name", "'" + s.name + "' is not a plain name (letters, digits, _ - . only; it names golden/<name>/)");
   top.read_string("model", &s.model);
   if (top.status().ok() && s.model.empty()) top.fail("model", "'' is empty (use builtin)");
-  top.read_string("prompt", &s.prompt, true);
-  if (top.status().ok() && s.prompt.empty()) top.fail("prompt", "'' is empty");
+  read_prompt(top, s);
   top.read_int("samples", &s.samples, 1, 100000, true);
   top.read_int("max_new_tokens", &s.max_new_tokens, 1, 65536, true);
   top.read_bool("stop_at_eos", &s.stop_at_eos);

@@ -13,6 +13,7 @@
 #include "absl/status/statusor.h"
 #include "harness/engine/engine.h"
 #include "kernels/mode.h"
+#include "models/tiny_qwen/chat_template.h"
 
 namespace samebits {
 
@@ -81,7 +82,14 @@ struct Scenario {
   std::string file;        // path as given
   uint64_t file_hash = 0;  // XXH3-64 of the file's bytes
   std::string model = "builtin";
-  std::string prompt;      // text; the tokenizer adds BOS
+  // The target prompt, given exactly one way: `prompt` (text, encoded by the model's tokenizer as
+  // transformers' tokenizer(text) does: the built-in byte model adds BOS), `messages` (a
+  // conversation rendered by the checkpoint's chat template with `chat` options, then encoded), or
+  // `prompt_tokens` (ids used as they are).
+  std::string prompt;
+  std::vector<ChatMessage> messages;
+  ChatOptions chat;
+  std::vector<int32_t> prompt_tokens;
   int samples = 1;
   int max_new_tokens = 128;
   bool stop_at_eos = true;

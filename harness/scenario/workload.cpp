@@ -2,8 +2,8 @@
 
 #include <algorithm>
 
+#include "absl/strings/str_cat.h"
 #include "kernels/fixed_math.h"
-#include "models/tiny_qwen/tokenizer.h"
 
 namespace samebits {
 
@@ -75,21 +75,41 @@ std::vector<int64_t> arrival_steps(const ArrivalProcess& a, int64_t n, WorkloadR
   return steps;
 }
 
-// Printable filler for background prompts: lowercase words and spaces, so a byte-level model sees
-// text-like input.
-int32_t filler_byte(WorkloadRng& rng) {
+// Printable filler for background prompts: lowercase words and spaces, so the model sees
+// text-like input (one single-byte token per byte).
+int32_t filler_token(WorkloadRng& rng, const TextTokenizer& tokenizer) {
   static constexpr char kAlphabet[] = "etaoinshrdlucmfwypvbgkjqxz      ";
-  return static_cast<unsigned char>(kAlphabet[rng.uniform_int(0, sizeof(kAlphabet) - 2)]);
+  return tokenizer.byte_token(static_cast<unsigned char>(kAlphabet[rng.uniform_int(0, sizeof(kAlphabet) - 2)]));
 }
 
 }  // namespace
 
-absl::StatusOr<Workload> generate_workload(const Scenario& scenario, int samples) {
+absl::StatusOr<std::vector<int32_t>> encode_target_prompt(const Scenario& scenario, const TextTokenizer& tokenizer) {
+  if (!scenario.prompt_tokens.empty()) return scenario.prompt_tokens;
+  std::string field = "prompt";
+  absl::StatusOr<std::vector<int32_t>> ids;
+  if (!scenario.messages.empty()) {
+    field = "messages";
+    auto chat = tokenizer.chat_template();
+    if (!chat.ok()) return absl::InvalidArgumentError(absl::StrCat(scenario.file, ": messages: ", chat.status().message()));
+    auto text = chat->render(scenario.messages, scenario.chat);
+    if (!text.ok()) return absl::InvalidArgumentError(absl::StrCat(scenario.file, ": ", text.status().message()));
+    // As transformers' apply_chat_template(tokenize=True): the rendering without added specials.
+    ids = tokenizer.encode_text(*text, /*add_special=*/false);
+  } else {
+    ids = tokenizer.encode_text(scenario.prompt, /*add_special=*/true);
+  }
+  if (!ids.ok()) return absl::InvalidArgumentError(absl::StrCat(scenario.file, ": ", field, ": ", ids.status().message()));
+  if (ids->empty()) return absl::InvalidArgumentError(absl::StrCat(scenario.file, ": ", field, ": encodes to no tokens"));
+  return ids;
+}
+
+absl::StatusOr<Workload> generate_workload(const Scenario& scenario, const TextTokenizer& tokenizer, int samples) {
   Workload w;
   w.samples = samples > 0 ? samples : scenario.samples;
-  ByteTokenizer tokenizer;
-  w.target_prompt = tokenizer.encode(scenario.prompt, /*add_bos=*/true);
-  if (w.target_prompt.empty()) return absl::InvalidArgumentError(scenario.file + ": prompt: encodes to no tokens");
+  auto target = encode_target_prompt(scenario, tokenizer);
+  if (!target.ok()) return target.status();
+  w.target_prompt = std::move(*target);
 
   WorkloadRng rng(scenario.seed);
   const int64_t total = int64_t(w.samples) + scenario.mix.background;
@@ -125,14 +145,14 @@ absl::StatusOr<Workload> generate_workload(const Scenario& scenario, int samples
       const bool shared = rng.uniform01() < scenario.mix.shared_prefix_fraction;
       std::vector<int32_t> prompt;
       if (shared) {
-        // A target prefix of random length (at least BOS + one byte), then filler.
+        // A target prefix of random length (at least two tokens), then filler.
         const int prefix = int(rng.uniform_int(std::min(2, target_len), target_len));
         prompt.assign(w.target_prompt.begin(), w.target_prompt.begin() + prefix);
         ++w.shared_prefix_requests;
-      } else {
-        prompt.push_back(tokenizer.bos_id);
+      } else if (tokenizer.prompt_bos() >= 0) {
+        prompt.push_back(tokenizer.prompt_bos());
       }
-      while (int(prompt.size()) < len) prompt.push_back(filler_byte(rng));
+      while (int(prompt.size()) < len) prompt.push_back(filler_token(rng, tokenizer));
       a.spec.prompt = std::move(prompt);
     }
     w.arrivals.push_back(std::move(a));

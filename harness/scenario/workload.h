@@ -12,6 +12,7 @@
 #include "absl/status/statusor.h"
 #include "harness/engine/engine.h"
 #include "harness/scenario/scenario.h"
+#include "models/tiny_qwen/text_tokenizer.h"
 
 namespace samebits {
 
@@ -22,7 +23,7 @@ struct Arrival {
 };
 
 struct Workload {
-  std::vector<int32_t> target_prompt;  // BOS + prompt bytes
+  std::vector<int32_t> target_prompt;  // the scenario's prompt in the model's tokens
   int samples = 0;
   std::vector<Arrival> arrivals;       // sorted by step; request ids 1..N in this order
   int shared_prefix_requests = 0;      // background prompts that begin with a target prefix
@@ -42,8 +43,13 @@ class WorkloadRng {
 
 int sample_length(const LengthDistribution& d, WorkloadRng& rng);
 
-// `samples` overrides scenario.samples when positive. Errors name the field (a prompt too long
-// for the vocabulary/context is the runner's business).
-absl::StatusOr<Workload> generate_workload(const Scenario& scenario, int samples = 0);
+// The scenario's target prompt through the model's tokenizer (text, chat messages, or ids as
+// given). Errors name the scenario file and the field.
+absl::StatusOr<std::vector<int32_t>> encode_target_prompt(const Scenario& scenario, const TextTokenizer& tokenizer);
+
+// `samples` overrides scenario.samples when positive. Background prompts are filler text, one
+// single-byte token per byte, after the tokenizer's BOS where it has one. Errors name the field (a
+// prompt too long for the vocabulary/context is the runner's business).
+absl::StatusOr<Workload> generate_workload(const Scenario& scenario, const TextTokenizer& tokenizer, int samples = 0);
 
 }  // namespace samebits

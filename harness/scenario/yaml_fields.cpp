@@ -288,6 +288,50 @@ std::optional<YamlFields> YamlFields::child(const std::string& key, bool require
   return YamlFields(file_, node, field(key));
 }
 
+void YamlFields::read_int_list(const std::string& key, std::vector<int32_t>* out, int64_t min, int64_t max,
+                               bool required) {
+  YAML::Node node = lookup(key, required);
+  if (!node.IsDefined()) return;
+  if (!node.IsSequence() || node.size() == 0) {
+    set_error(yaml_error(file_, node, field(key), yaml_value_text(node) + " is not a non-empty list of integers"));
+    return;
+  }
+  std::vector<int32_t> values;
+  for (size_t i = 0; i < node.size(); ++i) {
+    const YAML::Node item = node[i];
+    int64_t v = 0;
+    std::string text = item.IsScalar() ? item.Scalar() : "";
+    std::istringstream in(text);
+    if (!item.IsScalar() || text.empty() || !(in >> v) || !in.eof() || v < min || v > max) {
+      set_error(yaml_error(file_, item, absl::StrCat(field(key), "[", i, "]"),
+                           absl::StrCat(yaml_value_text(item), " is not an integer in [", min, ", ", max, "]")));
+      return;
+    }
+    values.push_back(int32_t(v));
+  }
+  *out = std::move(values);
+}
+
+std::vector<YamlFields> YamlFields::child_list(const std::string& key, bool required) {
+  YAML::Node node = lookup(key, required);
+  std::vector<YamlFields> out;
+  if (!node.IsDefined()) return out;
+  if (!node.IsSequence() || node.size() == 0) {
+    set_error(yaml_error(file_, node, field(key), yaml_value_text(node) + " is not a non-empty list"));
+    return out;
+  }
+  for (size_t i = 0; i < node.size(); ++i) {
+    const YAML::Node item = node[i];
+    if (!item.IsMap()) {
+      set_error(yaml_error(file_, item, absl::StrCat(field(key), "[", i, "]"),
+                           yaml_value_text(item) + " is not a mapping of fields"));
+      return {};
+    }
+    out.emplace_back(file_, item, absl::StrCat(field(key), "[", i, "]"));
+  }
+  return out;
+}
+
 absl::Status YamlFields::finish() {
   if (!status_.ok()) return status_;
   std::vector<std::string> expected(known_.begin(), known_.end());

@@ -44,8 +44,13 @@ class YamlFields {
   // A sequence of choices, or one choice as a scalar.
   void read_choice_list(const std::string& key, std::vector<std::string>* out,
                         const std::vector<std::string>& allowed, bool required = false);
+  // A non-empty sequence of integers, each in [min, max].
+  void read_int_list(const std::string& key, std::vector<int32_t>* out, int64_t min, int64_t max,
+                     bool required = false);
   // A nested mapping (nullopt when absent, or on error, or when not a mapping: then an error).
   std::optional<YamlFields> child(const std::string& key, bool required = false);
+  // A non-empty sequence of mappings, each read as "key[i]" (empty when absent or on error).
+  std::vector<YamlFields> child_list(const std::string& key, bool required = false);
   // Records an error about `key` from outside (cross-field checks).
   void fail(const std::string& key, const std::string& message);
   // Keeps a child's finish() status when it is the first error.

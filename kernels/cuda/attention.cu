@@ -17,9 +17,16 @@
 // Merge of the segments of a row, in index order, empty ones skipped: the first partial is taken
 // as is; then M' = max(M, m_c), a = fixed_expf(M - M'), b = fixed_expf(m_c - M'),
 // L = L*a + l_c*b, O = O*a + o_c*b; out = bf16(O / L). This fold runs either in the block that
-// computed all of a tile's segments, or in a merge kernel over partials stored in fp32 by blocks
-// that computed one segment each (decode tiles, for parallelism): the same operations in the same
-// order, so both give the same bits. Which one runs never depends on anything but speed.
+// computed all of a tile's segments (attention_kernel.cuh: tiles of 17..64 rows), or, for a
+// sequence's last tile of 1..16 rows (decodes), in a merge kernel over partials stored in fp32 by
+// one warp per segment (attention_decode.cuh): the same operations in the same order, so both give
+// the same bits (gpu_tests runs both routes on the same batches and compares them bit for bit).
+// Which one runs never depends on anything but speed.
+// The work (tiles, their segments, the layout checks) is derived on the device from query_start /
+// context_lens (attention_worklist.cuh). The host sizes the launches: exactly from the caller's
+// host mirrors when given (AttentionArgs::host_query_start / host_context_lens), else from bounds
+// on the shapes alone (T, num_seqs, max_blocks_per_seq), which never synchronises and gives the
+// same launches for every batch of those shapes (CUDA graphs).
 // Invariant mode therefore gives a query the same bits alone or in any batch, chunked or not, in
 // prefill or decode, with any block table or block size. Bits differ from the CPU backend's (the
 // CPU reduces in 16 fixed lanes and merges with a global max); not promised. No atomics on floats.
@@ -28,7 +35,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "kernels/attention_host.h"
+#include "kernels/cuda/attention_decode.cuh"
 #include "kernels/cuda/attention_kernel.cuh"
+#include "kernels/cuda/attention_worklist.cuh"
 #include "kernels/cuda/cuda_common.h"
 #include "kernels/cuda/cuda_ops.h"
 
@@ -37,11 +46,11 @@ namespace {
 
 using cuda::AttnItem;
 using cuda::AttnParams;
-using cuda::MergeJob;
+using cuda::DecodeGrid;
 
 absl::Status invalid(const std::string& what) { return attention_invalid(what); }
 
-// Segments of a tile whose last row sits at position p_max.
+// Segments of a tile whose last row sits at position p_max (the device's tile_segment_count).
 int tile_segments(const AttentionPlan& plan, int64_t cached, int64_t q_len, int64_t p_max) {
   if (attention_reads_new_keys(plan, q_len)) return cached > 0 ? 2 : 1;
   return num_splits(plan, p_max + 1);
@@ -49,36 +58,114 @@ int tile_segments(const AttentionPlan& plan, int64_t cached, int64_t q_len, int6
 
 size_t align256(size_t n) { return (n + 255) / 256 * 256; }
 
-template <int HD>
-absl::Status launch(const AttnParams& base, const std::vector<AttnItem>& items, const std::vector<MergeJob>& jobs,
-                    int64_t partial_floats, cudaStream_t stream) {
-  constexpr int kSmem = cuda::kAttnRows * HD * 2 + 4 * cuda::kAttnKeys * HD * 2;
-  static bool attribute_set = false;
-  if (!attribute_set) {
-    SAMEBITS_CUDA_TRY(cudaFuncSetAttribute(cuda::attention_kernel<HD>, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
-    attribute_set = true;
+// How much work one call may hold: items of the 64-row kernel (per kv head) and the decode grid.
+struct Extents {
+  int64_t items = 0;
+  DecodeGrid grid{0, 1};
+  int decode_slots = 0;      // gridDim.x of the decode kernel
+  int64_t decode_tiles = 0;  // tiles of 1..16 rows per kv head (a bound without host mirrors)
+};
+
+// Exact, from the host mirrors.
+Extents exact_extents(const AttentionArgs& a, const int32_t* qs, const int32_t* cl, AttentionRoute route) {
+  const int group = a.num_q_heads / a.num_kv_heads;
+  Extents e;
+  for (int s = 0; s < a.num_seqs; ++s) {
+    const int64_t q_len = int64_t(qs[s + 1]) - qs[s];
+    const int64_t cached = int64_t(cl[s]) - q_len;
+    const int64_t rows = q_len * group, rem = rows % cuda::kAttnRows;
+    e.items += rows / cuda::kAttnRows;
+    if (rem == 0) continue;
+    if (rem > cuda::kDecodeRows || route == AttentionRoute::kGeneralOnly) {
+      ++e.items;
+      continue;
+    }
+    const int nseg = tile_segments(a.plan, cached, q_len, cached + (rows - 1) / group);
+    ++e.decode_tiles;
+    e.grid.max_segments = std::max(e.grid.max_segments, nseg);
+    e.grid.partial_rows = std::max(e.grid.partial_rows, int(rem));
   }
-  const size_t o_items = 0;
-  const size_t o_jobs = align256(sizeof(AttnItem) * items.size());
-  const size_t o_partials = align256(o_jobs + sizeof(MergeJob) * jobs.size());
-  absl::StatusOr<void*> buf = cuda::scratch(o_partials + sizeof(float) * size_t(partial_floats));
+  e.decode_slots = e.grid.max_segments;
+  return e;
+}
+
+// Bounds from the shapes alone: contexts up to max_blocks_per_seq * block_size keys, queries up to
+// T - num_seqs + 1 tokens per sequence, T * group rows in all.
+Extents bound_extents(const AttentionArgs& a, AttentionRoute route) {
+  const int group = a.num_q_heads / a.num_kv_heads;
+  const int64_t max_context = int64_t(a.max_blocks_per_seq) * a.block_size;
+  const int64_t max_q = std::max<int64_t>(1, a.T - a.num_seqs + 1);
+  const int64_t rows = a.T * group;
+  Extents e;
+  if (route == AttentionRoute::kGeneralOnly) {
+    e.items = std::min<int64_t>(rows, rows / cuda::kAttnRows + a.num_seqs);
+    return e;
+  }
+  // Tiles of the 64-row kernel hold at least 17 rows each.
+  e.items = std::min<int64_t>(rows / (cuda::kDecodeRows + 1), rows / cuda::kAttnRows + a.num_seqs);
+  int64_t segments = 0;
+  if (a.plan.kind == AttentionPlan::Kind::kFixedSplitSize) {
+    segments = (max_context + a.plan.split_size - 1) / a.plan.split_size;
+  } else {
+    segments = std::min<int64_t>(a.plan.split_count, max_context);
+    if (a.plan.separate_new_keys && max_q > 1) segments = std::max<int64_t>(segments, 2);
+  }
+  e.grid.max_segments = int(std::max<int64_t>(1, segments));
+  e.decode_tiles = a.num_seqs;
+  e.grid.partial_rows = int(std::min<int64_t>(cuda::kDecodeRows, group * max_q));
+  // Enough segment slots for several blocks per SM; each block loops over the rest of its tile's.
+  const int64_t tiles = int64_t(a.num_seqs) * a.num_kv_heads;
+  const int64_t want = (int64_t(8) * cuda::device_sm_count() + tiles - 1) / tiles;
+  e.decode_slots = int(std::min<int64_t>(e.grid.max_segments, std::max<int64_t>(1, want)));
+  return e;
+}
+
+template <typename Kernel>
+absl::Status raise_smem_limit(Kernel kernel, int bytes, bool* done) {
+  if (!*done) {
+    SAMEBITS_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
+    *done = true;
+  }
+  return absl::OkStatus();
+}
+
+template <int HD>
+absl::Status launch(const AttnParams& base, const Extents& e, AttentionRoute route, cudaStream_t stream) {
+  constexpr int kSmem = cuda::kAttnRows * HD * 2 + 4 * cuda::kAttnKeys * HD * 2;
+  constexpr int kDecodeSmem = cuda::DecodeLayout<HD>::kBytes;
+  static bool general_set = false, decode_set = false;
+  SAMEBITS_RETURN_IF_ERROR(raise_smem_limit(cuda::attention_kernel<HD>, kSmem, &general_set));
+  SAMEBITS_RETURN_IF_ERROR(raise_smem_limit(cuda::attention_decode_kernel<HD>, kDecodeSmem, &decode_set));
+  const DecodeGrid& grid = e.grid;
+  const size_t o_items = 256;
+  const size_t o_partials = align256(o_items + sizeof(AttnItem) * size_t(e.items));
+  const size_t partial_floats = grid.max_segments > 1 ? size_t(base.num_seqs) * base.num_kv_heads *
+                                                            grid.max_segments * grid.partial_rows * (HD + 2)
+                                                      : 0;
+  absl::StatusOr<void*> buf = cuda::scratch(o_partials + sizeof(float) * partial_floats);
   if (!buf.ok()) return buf.status();
   char* p = static_cast<char*>(*buf);
   AttnParams params = base;
+  params.item_count = reinterpret_cast<const int*>(p);
   params.items = reinterpret_cast<const AttnItem*>(p + o_items);
   params.partials = reinterpret_cast<float*>(p + o_partials);
-  SAMEBITS_CUDA_TRY(cudaMemcpyAsync(p + o_items, items.data(), sizeof(AttnItem) * items.size(), cudaMemcpyHostToDevice,
-                                    stream));
-  if (!jobs.empty()) {
-    SAMEBITS_CUDA_TRY(cudaMemcpyAsync(p + o_jobs, jobs.data(), sizeof(MergeJob) * jobs.size(), cudaMemcpyHostToDevice,
-                                      stream));
+  if (e.items > 0) {
+    cuda::attention_worklist_kernel<<<1, cuda::kWorklistThreads, 0, stream>>>(
+        params, reinterpret_cast<AttnItem*>(p + o_items), reinterpret_cast<int*>(p), int(e.items),
+        route == AttentionRoute::kGeneralOnly);
+    SAMEBITS_RETURN_IF_ERROR(cuda::check_launch("attention_worklist_kernel"));
+    cuda::attention_kernel<HD><<<unsigned(e.items * base.num_kv_heads), cuda::kAttnThreads, kSmem, stream>>>(params);
+    SAMEBITS_RETURN_IF_ERROR(cuda::check_launch("attention_kernel"));
   }
-  cuda::attention_kernel<HD><<<unsigned(items.size()), cuda::kAttnThreads, kSmem, stream>>>(params);
-  SAMEBITS_RETURN_IF_ERROR(cuda::check_launch("attention_kernel"));
-  if (!jobs.empty()) {
-    cuda::attention_merge_kernel<HD><<<unsigned(jobs.size()), 16 * 32, 0, stream>>>(
-        params, reinterpret_cast<const MergeJob*>(p + o_jobs));
-    SAMEBITS_RETURN_IF_ERROR(cuda::check_launch("attention_merge_kernel"));
+  if (grid.max_segments > 0) {
+    const dim3 blocks(unsigned(e.decode_slots), unsigned(base.num_kv_heads), unsigned(base.num_seqs));
+    cuda::attention_decode_kernel<HD><<<blocks, 32, kDecodeSmem, stream>>>(params, grid);
+    SAMEBITS_RETURN_IF_ERROR(cuda::check_launch("attention_decode_kernel"));
+  }
+  if (grid.max_segments > 1) {
+    const dim3 blocks(unsigned(base.num_kv_heads), unsigned(base.num_seqs));
+    cuda::attention_decode_merge_kernel<HD><<<blocks, 32 * grid.partial_rows, 0, stream>>>(params, grid);
+    SAMEBITS_RETURN_IF_ERROR(cuda::check_launch("attention_decode_merge_kernel"));
   }
   return absl::OkStatus();
 }
@@ -86,69 +173,45 @@ absl::Status launch(const AttnParams& base, const std::vector<AttnItem>& items, 
 }  // namespace
 
 absl::Status cuda_attention(const ExecContext& ctx, const AttentionArgs& a) {
+  return cuda_attention_routed(ctx, a, AttentionRoute::kAuto);
+}
+
+absl::Status cuda_attention_routed(const ExecContext& ctx, const AttentionArgs& a, AttentionRoute route) {
   SAMEBITS_RETURN_IF_ERROR(check_attention_shape(a));
   if (a.head_dim != 64 && a.head_dim != 128) {
     return absl::UnimplementedError(absl::StrCat("attention: head_dim = ", a.head_dim,
                                                  " (the CUDA kernels support 64 and 128)"));
   }
   if (a.num_seqs == 0 || a.T == 0) return absl::OkStatus();
-  cudaStream_t stream = cuda::stream_of(ctx);
-
-  // The batch's structure on the host: the caller's mirrors, or a (synchronising) download.
-  std::vector<int32_t> qs_copy, ctx_copy;
-  const int32_t* qs = a.host_query_start;
-  const int32_t* cl = a.host_context_lens;
-  if (qs == nullptr || cl == nullptr) {
-    qs_copy.resize(size_t(a.num_seqs) + 1);
-    ctx_copy.resize(size_t(a.num_seqs));
-    SAMEBITS_CUDA_TRY(cudaStreamSynchronize(stream));
-    SAMEBITS_CUDA_TRY(cudaMemcpy(qs_copy.data(), a.query_start, sizeof(int32_t) * qs_copy.size(), cudaMemcpyDeviceToHost));
-    SAMEBITS_CUDA_TRY(cudaMemcpy(ctx_copy.data(), a.context_lens, sizeof(int32_t) * ctx_copy.size(), cudaMemcpyDeviceToHost));
-    qs = qs_copy.data();
-    cl = ctx_copy.data();
+  if (a.num_seqs > 65535 || a.num_kv_heads > 65535) {
+    return invalid(absl::StrCat("num_seqs = ", a.num_seqs, " and num_kv_heads = ", a.num_kv_heads,
+                                " must each be at most 65535"));
   }
-  // Block table entries live in device memory: the kernel checks them (reported by synchronize).
-  SAMEBITS_RETURN_IF_ERROR(check_attention_sequences(a, qs, cl, nullptr));
-
-  // Work list: tiles of 64 rows per (sequence, kv head). Tiles of one warp's rows (decodes) with
-  // several segments compute one segment per block and are merged afterwards; all others fold
-  // their segments in the block. Longest tiles first (scheduling only).
-  const int group = a.num_q_heads / a.num_kv_heads;
-  const int HD = a.head_dim;
-  std::vector<AttnItem> folded, split;
-  std::vector<MergeJob> jobs;
-  std::vector<int64_t> folded_work;
-  int64_t partial_floats = 0;
-  for (int s = 0; s < a.num_seqs; ++s) {
-    const int64_t q_len = int64_t(qs[s + 1]) - qs[s];
-    const int64_t cached = int64_t(cl[s]) - q_len;
-    const int64_t rows = q_len * group;
-    for (int64_t row0 = 0; row0 < rows; row0 += cuda::kAttnRows) {
-      const int nrows = int(std::min<int64_t>(cuda::kAttnRows, rows - row0));
-      const int64_t p_max = cached + (row0 + nrows - 1) / group;
-      const int nseg = tile_segments(a.plan, cached, q_len, p_max);
-      for (int g = 0; g < a.num_kv_heads; ++g) {
-        if (nrows <= 16 && nseg > 1) {
-          const int64_t base = partial_floats;
-          partial_floats += int64_t(nseg) * nrows * (HD + 2);
-          for (int c = 0; c < nseg; ++c) split.push_back(AttnItem{s, g, int(row0), nrows, c, c + 1, base});
-          jobs.push_back(MergeJob{s, g, int(row0), nrows, nseg, base});
-        } else {
-          folded.push_back(AttnItem{s, g, int(row0), nrows, 0, nseg, -1});
-          folded_work.push_back(p_max);
-        }
-      }
+  if (!a.k_new || !a.v_new) {
+    // Without host mirrors the device cannot tell the host which sequences read this step's keys.
+    const bool may_read_new = a.plan.kind == AttentionPlan::Kind::kSplitCount && a.plan.separate_new_keys &&
+                              a.T > a.num_seqs;
+    if (may_read_new && (!a.host_query_start || !a.host_context_lens)) {
+      return invalid(std::string("the plan reads this step's keys but ") + (a.k_new ? "v_new" : "k_new") +
+                     " is null");
     }
   }
-  std::vector<size_t> order(folded.size());
-  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::stable_sort(order.begin(), order.end(), [&](size_t x, size_t y) { return folded_work[x] > folded_work[y]; });
-  std::vector<AttnItem> items;
-  items.reserve(folded.size() + split.size());
-  for (size_t i : order) items.push_back(folded[i]);
-  items.insert(items.end(), split.begin(), split.end());
-  if (items.empty()) return absl::OkStatus();
-  if (items.size() > INT32_MAX || jobs.size() > INT32_MAX) return invalid("too many work items");
+  const bool mirrors = a.host_query_start && a.host_context_lens;
+  if (mirrors) SAMEBITS_RETURN_IF_ERROR(check_attention_sequences(a, a.host_query_start, a.host_context_lens, nullptr));
+  auto extents = [&](AttentionRoute r) {
+    return mirrors ? exact_extents(a, a.host_query_start, a.host_context_lens, r) : bound_extents(a, r);
+  };
+  Extents e = extents(route);
+  // Decode tiles of one segment each, too few for several waves of warps: one whole-context chain
+  // per warp then leaves SMs idle, and the 64-row kernel (four warps loading per tile) was faster
+  // on the H200 (bench/cuda/NOTES.md: default mode, batch 16-64, split_count 1). Speed only: both
+  // routes give the same bits.
+  if (route == AttentionRoute::kAuto && e.grid.max_segments == 1 &&
+      e.decode_tiles * a.num_kv_heads < int64_t(12) * cuda::device_sm_count()) {
+    e = extents(AttentionRoute::kGeneralOnly);
+    route = AttentionRoute::kGeneralOnly;
+  }
+  if (e.items * a.num_kv_heads > INT32_MAX) return invalid("too many work items");
 
   AttnParams params{};
   params.q = a.q;
@@ -159,6 +222,8 @@ absl::Status cuda_attention(const ExecContext& ctx, const AttentionArgs& a) {
   params.query_start = a.query_start;
   params.context_lens = a.context_lens;
   params.block_tables = a.block_tables;
+  params.num_seqs = a.num_seqs;
+  params.T = a.T;
   params.max_blocks_per_seq = a.max_blocks_per_seq;
   params.num_q_heads = a.num_q_heads;
   params.num_kv_heads = a.num_kv_heads;
@@ -171,8 +236,9 @@ absl::Status cuda_attention(const ExecContext& ctx, const AttentionArgs& a) {
   params.separate_new_keys = a.plan.separate_new_keys ? 1 : 0;
   params.out = a.out;
   params.mailbox = cuda::device_error_mailbox();
-  if (HD == 64) return launch<64>(params, items, jobs, partial_floats, stream);
-  return launch<128>(params, items, jobs, partial_floats, stream);
+  cudaStream_t stream = cuda::stream_of(ctx);
+  if (a.head_dim == 64) return launch<64>(params, e, route, stream);
+  return launch<128>(params, e, route, stream);
 }
 
 }  // namespace samebits

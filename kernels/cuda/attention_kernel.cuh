@@ -1,5 +1,5 @@
 // The paged attention kernel (kernels/cuda/attention.cu states the order of every reduction).
-// One block (4 warps, 64 rows) per work item: the rows are (query token, q head) pairs of one
+// One block (4 warps, 64 rows) per work item (attention_worklist.cuh) and kv head: the rows are (query token, q head) pairs of one
 // sequence and one kv head, query-major (row = query * group + head in group), so GQA heads share
 // every key load. For each of the item's segments (a key range per row, from the plan), keys are
 // visited in sub-blocks of 64 aligned to absolute positions; S = Q K^T and O += P V run on
@@ -17,24 +17,24 @@ constexpr int kAttnRows = 64;     // rows per block (4 warps x 16)
 constexpr int kAttnKeys = 64;     // keys per sub-block
 constexpr int kAttnThreads = 128;
 
-struct AttnItem {
-  int32_t seq, kv_head, row0, nrows;
-  int32_t seg_begin, seg_end;  // segments this block computes
-  int64_t partial;             // < 0: fold all segments here and write out; else partials base
+struct AttnItem {  // a tile of one sequence (for every kv head)
+  int32_t seq, row0, nrows;
+  int32_t nseg;  // segments of the tile, folded here in index order
 };
 
 struct AttnParams {
   const bf16 *q, *k_new, *v_new, *k_cache, *v_cache;
   const int32_t *query_start, *context_lens, *block_tables;
-  int max_blocks_per_seq, num_q_heads, num_kv_heads, block_size;
-  int64_t num_blocks;
+  int num_seqs, max_blocks_per_seq, num_q_heads, num_kv_heads, block_size;
+  int64_t T, num_blocks;
   float scale;
   int split_count_kind;  // 1: AttentionPlan::kSplitCount, 0: kFixedSplitSize
   int split_size, split_count, separate_new_keys;
   bf16* out;
-  float* partials;
+  float* partials;  // attention_decode.cuh: one partial per (sequence, kv head, segment, row)
   DeviceError* mailbox;
-  const AttnItem* items;
+  const AttnItem* items;  // attention_worklist_kernel's list
+  const int* item_count;  // its length
 };
 
 struct SegRange {
@@ -88,6 +88,113 @@ __device__ __forceinline__ float fold_value(bool has_total, float total, float a
   return x + y;
 }
 
+// Key rows of a K/V sub-block in shared memory: chunk `chunk` (16 bytes) of key row `key`.
+template <int HD>
+struct SwizzledRows {  // XOR swizzle (tensor_core.cuh), rows of HD * 2 bytes
+  __device__ __forceinline__ uint32_t operator()(int key, int chunk) const { return swizzled(key, chunk, HD / 8); }
+};
+template <int HD>
+struct PaddedRows {  // rows of HD * 2 + 16 bytes (bulk copies cannot swizzle)
+  __device__ __forceinline__ uint32_t operator()(int key, int chunk) const {
+    return uint32_t(key * (HD * 2 + 16) + chunk * 16);
+  }
+};
+
+// THE arithmetic of one sub-block of 64 keys [sb0, sb0 + 64) for one warp's 16 rows (rows
+// q_row0 .. q_row0 + 15 of the swizzled Q tile at q_s; this lane's two rows are lane / 4 and
+// lane / 4 + 8, with key ranges rg and `active` = the range meets the sub-block): the order of
+// every reduction that kernels/cuda/attention.cu states. Both attention kernels call it, so their
+// bits agree by construction.
+template <int HD, typename Rows>
+__device__ __forceinline__ void attend_sub_block(uint32_t q_s, int q_row0, uint32_t kb_s, uint32_t vb_s, Rows rows,
+                                                 int64_t sb0, const SegRange (&rg)[2], const bool (&active)[2],
+                                                 float scale, float (&o)[HD / 8][4], float (&m)[2], float (&l)[2],
+                                                 bool (&first)[2]) {
+  constexpr int CH = HD / 8;
+  constexpr int NTD = HD / 8;
+  const int lane = threadIdx.x & 31;
+  float sc[8][4];
+#pragma unroll
+  for (int nt = 0; nt < 8; ++nt)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) sc[nt][e] = 0.0f;
+#pragma unroll
+  for (int kk = 0; kk < HD / 16; ++kk) {
+    uint32_t a[4];
+    ldmatrix_x4(a, q_s + swizzled(q_row0 + (lane & 15), kk * 2 + (lane >> 4), CH));
+#pragma unroll
+    for (int np = 0; np < 4; ++np) {
+      uint32_t b[4];
+      const int key = np * 16 + (lane & 7) + ((lane >> 4) << 3);
+      ldmatrix_x4(b, kb_s + rows(key, kk * 2 + ((lane >> 3) & 1)));
+      mma_bf16_16816(sc[2 * np], a, b[0], b[1]);
+      mma_bf16_16816(sc[2 * np + 1], a, b[2], b[3]);
+    }
+  }
+  // Softmax statistics per row: masked scores, max, exponentials, sum (fixed orders).
+  float alpha[2];
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    float mx = -INFINITY;
+#pragma unroll
+    for (int nt = 0; nt < 8; ++nt)
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        const int64_t j = sb0 + nt * 8 + (lane & 3) * 2 + e;
+        const bool in = j >= rg[h].begin && j < rg[h].end;
+        const float x = in ? sc[nt][2 * h + e] * scale : -INFINITY;
+        sc[nt][2 * h + e] = x;
+        mx = fmaxf(mx, x);
+      }
+    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+    const float m_new = first[h] ? mx : fmaxf(m[h], mx);
+    alpha[h] = active[h] ? (first[h] ? 0.0f : fixed_expf(m[h] - m_new)) : 1.0f;
+    float sum = 0.0f;
+#pragma unroll
+    for (int nt = 0; nt < 8; ++nt)
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        const float x = sc[nt][2 * h + e];
+        const float p = (active[h] && x != -INFINITY) ? fixed_expf(x - m_new) : 0.0f;
+        sc[nt][2 * h + e] = p;
+        sum = sum + p;
+      }
+    sum = sum + __shfl_xor_sync(0xffffffffu, sum, 1);
+    sum = sum + __shfl_xor_sync(0xffffffffu, sum, 2);
+    if (active[h]) {
+      const float scaled = l[h] * alpha[h];
+      l[h] = first[h] ? sum : scaled + sum;
+      m[h] = m_new;
+      first[h] = false;
+    }
+  }
+#pragma unroll
+  for (int nt = 0; nt < NTD; ++nt) {
+    o[nt][0] = o[nt][0] * alpha[0];
+    o[nt][1] = o[nt][1] * alpha[0];
+    o[nt][2] = o[nt][2] * alpha[1];
+    o[nt][3] = o[nt][3] * alpha[1];
+  }
+  // O += P V: P from the score registers (bf16), V through ldmatrix.trans.
+#pragma unroll
+  for (int kk = 0; kk < kAttnKeys / 16; ++kk) {
+    uint32_t a[4];
+    a[0] = pack_bf16x2(sc[2 * kk][0], sc[2 * kk][1]);
+    a[1] = pack_bf16x2(sc[2 * kk][2], sc[2 * kk][3]);
+    a[2] = pack_bf16x2(sc[2 * kk + 1][0], sc[2 * kk + 1][1]);
+    a[3] = pack_bf16x2(sc[2 * kk + 1][2], sc[2 * kk + 1][3]);
+#pragma unroll
+    for (int dp = 0; dp < NTD / 2; ++dp) {
+      uint32_t b[4];
+      const int key = kk * 16 + (lane & 7) + ((lane >> 3) & 1) * 8;
+      ldmatrix_x4_trans(b, vb_s + rows(key, dp * 2 + (lane >> 4)));
+      mma_bf16_16816(o[2 * dp], a, b[0], b[1]);
+      mma_bf16_16816(o[2 * dp + 1], a, b[2], b[3]);
+    }
+  }
+}
+
 template <int HD>
 __global__ void __launch_bounds__(kAttnThreads) attention_kernel(AttnParams P) {
   constexpr int CH = HD / 8;   // 16-byte chunks per row
@@ -99,9 +206,13 @@ __global__ void __launch_bounds__(kAttnThreads) attention_kernel(AttnParams P) {
   const uint32_t v_s = k_s + 2 * KV_BYTES;        // [2] buffers
   __shared__ int range_lo[4], range_hi[4];
 
-  const AttnItem it = P.items[blockIdx.x];
+  // Block = item * num_kv_heads + kv head: the kv heads of one tile run side by side, so the
+  // list's longest tiles come first.
+  const int item = int(blockIdx.x) / P.num_kv_heads, g = int(blockIdx.x) % P.num_kv_heads;
+  if (item >= *P.item_count) return;
+  const AttnItem it = P.items[item];
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-  const int s = it.seq, g = it.kv_head;
+  const int s = it.seq;
   const int group = P.num_q_heads / P.num_kv_heads;
   const int64_t qs = P.query_start[s];
   const int64_t q_len = P.query_start[s + 1] - qs;
@@ -137,7 +248,7 @@ __global__ void __launch_bounds__(kAttnThreads) attention_kernel(AttnParams P) {
 #pragma unroll
     for (int e = 0; e < 4; ++e) ot[nt][e] = 0.0f;
 
-  for (int c = it.seg_begin; c < it.seg_end; ++c) {
+  for (int c = 0; c < it.nseg; ++c) {
     SegRange rg[2];
     bool from_new = false;
     int64_t lo = INT64_MAX, hi = INT64_MIN;
@@ -237,125 +348,32 @@ __global__ void __launch_bounds__(kAttnThreads) attention_kernel(AttnParams P) {
         }
         if (__any_sync(0xffffffffu, active[0] || active[1])) {
           const uint32_t kb_s = k_s + (i & 1) * KV_BYTES, vb_s = v_s + (i & 1) * KV_BYTES;
-          float sc[8][4];
-#pragma unroll
-          for (int nt = 0; nt < 8; ++nt)
-#pragma unroll
-            for (int e = 0; e < 4; ++e) sc[nt][e] = 0.0f;
-#pragma unroll
-          for (int kk = 0; kk < HD / 16; ++kk) {
-            uint32_t a[4];
-            ldmatrix_x4(a, q_s + swizzled(warp * 16 + (lane & 15), kk * 2 + (lane >> 4), CH));
-#pragma unroll
-            for (int np = 0; np < 4; ++np) {
-              uint32_t b[4];
-              const int key = np * 16 + (lane & 7) + ((lane >> 4) << 3);
-              ldmatrix_x4(b, kb_s + swizzled(key, kk * 2 + ((lane >> 3) & 1), CH));
-              mma_bf16_16816(sc[2 * np], a, b[0], b[1]);
-              mma_bf16_16816(sc[2 * np + 1], a, b[2], b[3]);
-            }
-          }
-          // Softmax statistics per row: masked scores, max, exponentials, sum (fixed orders).
-          float alpha[2];
-#pragma unroll
-          for (int h = 0; h < 2; ++h) {
-            float mx = -INFINITY;
-#pragma unroll
-            for (int nt = 0; nt < 8; ++nt)
-#pragma unroll
-              for (int e = 0; e < 2; ++e) {
-                const int64_t j = sb0 + nt * 8 + (lane & 3) * 2 + e;
-                const bool in = j >= rg[h].begin && j < rg[h].end;
-                const float x = in ? sc[nt][2 * h + e] * P.scale : -INFINITY;
-                sc[nt][2 * h + e] = x;
-                mx = fmaxf(mx, x);
-              }
-            mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-            mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-            const float m_new = first[h] ? mx : fmaxf(m[h], mx);
-            alpha[h] = active[h] ? (first[h] ? 0.0f : fixed_expf(m[h] - m_new)) : 1.0f;
-            float sum = 0.0f;
-#pragma unroll
-            for (int nt = 0; nt < 8; ++nt)
-#pragma unroll
-              for (int e = 0; e < 2; ++e) {
-                const float x = sc[nt][2 * h + e];
-                const float p = (active[h] && x != -INFINITY) ? fixed_expf(x - m_new) : 0.0f;
-                sc[nt][2 * h + e] = p;
-                sum = sum + p;
-              }
-            sum = sum + __shfl_xor_sync(0xffffffffu, sum, 1);
-            sum = sum + __shfl_xor_sync(0xffffffffu, sum, 2);
-            if (active[h]) {
-              const float scaled = l[h] * alpha[h];
-              l[h] = first[h] ? sum : scaled + sum;
-              m[h] = m_new;
-              first[h] = false;
-            }
-          }
-#pragma unroll
-          for (int nt = 0; nt < NTD; ++nt) {
-            o[nt][0] = o[nt][0] * alpha[0];
-            o[nt][1] = o[nt][1] * alpha[0];
-            o[nt][2] = o[nt][2] * alpha[1];
-            o[nt][3] = o[nt][3] * alpha[1];
-          }
-          // O += P V: P from the score registers (bf16), V through ldmatrix.trans.
-#pragma unroll
-          for (int kk = 0; kk < kAttnKeys / 16; ++kk) {
-            uint32_t a[4];
-            a[0] = pack_bf16x2(sc[2 * kk][0], sc[2 * kk][1]);
-            a[1] = pack_bf16x2(sc[2 * kk][2], sc[2 * kk][3]);
-            a[2] = pack_bf16x2(sc[2 * kk + 1][0], sc[2 * kk + 1][1]);
-            a[3] = pack_bf16x2(sc[2 * kk + 1][2], sc[2 * kk + 1][3]);
-#pragma unroll
-            for (int dp = 0; dp < NTD / 2; ++dp) {
-              uint32_t b[4];
-              const int key = kk * 16 + (lane & 7) + ((lane >> 3) & 1) * 8;
-              ldmatrix_x4_trans(b, vb_s + swizzled(key, dp * 2 + (lane >> 4), CH));
-              mma_bf16_16816(o[2 * dp], a, b[0], b[1]);
-              mma_bf16_16816(o[2 * dp + 1], a, b[2], b[3]);
-            }
-          }
+          attend_sub_block<HD>(q_s, warp * 16, kb_s, vb_s, SwizzledRows<HD>{}, sb0, rg, active, P.scale, o, m, l,
+                               first);
         }
         __syncthreads();  // buffer i & 1 is refilled by the next iteration's load
       }
     }
 
-    // End of segment: a partial per row (l = 0 marks an empty one), stored or folded in order.
+    // End of segment: the row's partial, folded into its total in segment order.
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       const int r = warp * 16 + (lane >> 2) + h * 8;
-      if (r >= it.nrows) continue;
-      if (it.partial >= 0) {
-        float* dst = P.partials + it.partial + (int64_t(c) * it.nrows + r) * (HD + 2);
+      if (r >= it.nrows || first[h]) continue;
+      float new_m, a, b;
+      fold_scales(has_total[h], tot_m[h], m[h], &new_m, &a, &b);
 #pragma unroll
-        for (int nt = 0; nt < NTD; ++nt) {
-          const int d = nt * 8 + (lane & 3) * 2;
-          dst[d] = first[h] ? 0.0f : o[nt][2 * h];
-          dst[d + 1] = first[h] ? 0.0f : o[nt][2 * h + 1];
-        }
-        if ((lane & 3) == 0) {
-          dst[HD] = first[h] ? 0.0f : m[h];
-          dst[HD + 1] = first[h] ? 0.0f : l[h];
-        }
-      } else if (!first[h]) {
-        float new_m, a, b;
-        fold_scales(has_total[h], tot_m[h], m[h], &new_m, &a, &b);
-#pragma unroll
-        for (int nt = 0; nt < NTD; ++nt) {
-          ot[nt][2 * h] = fold_value(has_total[h], ot[nt][2 * h], a, o[nt][2 * h], b);
-          ot[nt][2 * h + 1] = fold_value(has_total[h], ot[nt][2 * h + 1], a, o[nt][2 * h + 1], b);
-        }
-        tot_l[h] = fold_value(has_total[h], tot_l[h], a, l[h], b);
-        tot_m[h] = new_m;
-        has_total[h] = true;
+      for (int nt = 0; nt < NTD; ++nt) {
+        ot[nt][2 * h] = fold_value(has_total[h], ot[nt][2 * h], a, o[nt][2 * h], b);
+        ot[nt][2 * h + 1] = fold_value(has_total[h], ot[nt][2 * h + 1], a, o[nt][2 * h + 1], b);
       }
+      tot_l[h] = fold_value(has_total[h], tot_l[h], a, l[h], b);
+      tot_m[h] = new_m;
+      has_total[h] = true;
     }
     __syncthreads();  // range_lo / range_hi are rewritten by the next segment
   }
 
-  if (it.partial >= 0) return;
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
     const int r = warp * 16 + (lane >> 2) + h * 8;
@@ -369,42 +387,6 @@ __global__ void __launch_bounds__(kAttnThreads) attention_kernel(AttnParams P) {
       dst[d + 1] = to_bf16(__fdiv_rn(ot[nt][2 * h + 1], tot_l[h]));
     }
   }
-}
-
-struct MergeJob {
-  int32_t seq, kv_head, row0, nrows, nseg;
-  int64_t partial;
-};
-
-// One warp per (job, row): the same fold as the block's, over the stored partials in order.
-template <int HD>
-__global__ void attention_merge_kernel(AttnParams P, const MergeJob* jobs) {
-  const MergeJob job = jobs[blockIdx.x];
-  const int r = threadIdx.x >> 5, lane = threadIdx.x & 31;
-  if (r >= job.nrows) return;
-  constexpr int PER = HD / 32;
-  float ot[PER];
-  float tot_m = 0.0f, tot_l = 0.0f;
-  bool has_total = false;
-  for (int c = 0; c < job.nseg; ++c) {
-    const float* src = P.partials + job.partial + (int64_t(c) * job.nrows + r) * (HD + 2);
-    const float l = src[HD + 1];
-    if (l == 0.0f) continue;
-    float new_m, a, b;
-    fold_scales(has_total, tot_m, src[HD], &new_m, &a, &b);
-#pragma unroll
-    for (int i = 0; i < PER; ++i) ot[i] = fold_value(has_total, ot[i], a, src[lane + 32 * i], b);
-    tot_l = fold_value(has_total, tot_l, a, l, b);
-    tot_m = new_m;
-    has_total = true;
-  }
-  if (!has_total) return;
-  const int group = P.num_q_heads / P.num_kv_heads;
-  const int64_t qs = P.query_start[job.seq];
-  const int row = job.row0 + r;
-  bf16* dst = P.out + ((qs + row / group) * P.num_q_heads + job.kv_head * group + row % group) * HD;
-#pragma unroll
-  for (int i = 0; i < PER; ++i) dst[lane + 32 * i] = to_bf16(__fdiv_rn(ot[i], tot_l));
 }
 
 }  // namespace samebits::cuda

@@ -193,6 +193,15 @@ absl::Status take_device_error() {
     case kErrAttentionBlock:
       return absl::InvalidArgumentError(absl::StrCat("attention: sequence ", e.a, ": block table entry ",
                                                      e.b, " is outside [0, num_blocks = ", e.c, ")"));
+    case kErrAttentionLayout: {
+      static const char* const what[] = {"query_start is out of order or outside [0, T]",
+                                         "context_lens is below the sequence's query tokens",
+                                         "context_lens needs more blocks than max_blocks_per_seq",
+                                         "query_start[0] must be 0 and query_start[num_seqs] must be T"};
+      return absl::InvalidArgumentError(absl::StrCat("attention: sequence ", e.a, ": ",
+                                                     e.c >= 0 && e.c < 4 ? what[e.c] : "bad layout",
+                                                     " (value ", e.b, ")"));
+    }
     default:
       return absl::InternalError(absl::StrCat("cuda: device error code ", e.code));
   }

@@ -45,6 +45,7 @@ enum DeviceErrorOp : int {
   kErrRopePosition = 2,    // a = token, b = position, c = max_position
   kErrKvWriteSlot = 3,     // a = token, b = slot, c = num_slots
   kErrAttentionBlock = 4,  // a = sequence, b = block table entry, c = num_blocks
+  kErrAttentionLayout = 5, // a = sequence, b = value, c = which check (attention_worklist.cuh)
 };
 
 struct DeviceError {

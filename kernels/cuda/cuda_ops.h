@@ -27,6 +27,12 @@ absl::Status cuda_sample(const ExecContext& ctx, const SampleArgs& args);       
 absl::Status cuda_fill_synthetic(void* dst, int64_t n, uint64_t tensor_key, float scale, float offset);
 // synthetic_fill.cu
 
+// Paged attention with a forced route for the sequences' last tiles of 1..16 rows (decodes):
+// kAuto (cuda_attention) gives them to the one-warp-per-segment decode kernel, kGeneralOnly to the
+// 64-row kernel, which folds all segments in the block. Both routes give the same bits (tests).
+enum class AttentionRoute { kAuto, kGeneralOnly };
+absl::Status cuda_attention_routed(const ExecContext& ctx, const AttentionArgs& args, AttentionRoute route);
+
 // Invariant linear with a forced tile configuration (benchmarks and tests of the tile choice):
 // every configuration gives the same bits (the per-element reduction does not depend on the tile).
 int cuda_linear_invariant_config_count();

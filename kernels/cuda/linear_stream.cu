@@ -19,12 +19,6 @@ constexpr int kRowBytes = kBK * 2 + 16;  // padded
 constexpr int kStageBytes = (kBM + kBN) * kRowBytes;
 constexpr int kSmem = kStages * kStageBytes + 128;
 
-__device__ __forceinline__ void bulk_copy(uint32_t dst, const void* src, uint32_t bytes, uint32_t bar) {
-  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(dst),
-               "l"(src), "r"(bytes), "r"(bar)
-               : "memory");
-}
-
 __global__ void __launch_bounds__(kThreads) stream_linear_kernel(LinearParams p) {
   extern __shared__ __align__(128) unsigned char smem[];
   const uint32_t bars = smem_addr(smem);  // kStages mbarriers of 8 bytes

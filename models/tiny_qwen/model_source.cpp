@@ -8,7 +8,9 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "models/tiny_qwen/bpe_tokenizer.h"
 #include "models/tiny_qwen/checkpoint.h"
+#include "models/tiny_qwen/tokenizer.h"
 
 namespace samebits {
 
@@ -69,7 +71,20 @@ absl::StatusOr<ModelSource> resolve_model(const std::string& spec) {
     out.description = absl::StrCat("checkpoint ", spec, " (", ckpt->architecture, ", ", ckpt->num_files,
                                    ckpt->num_files == 1 ? " file" : " files",
                                    ckpt->torch_dtype.empty() ? "" : ", " + ckpt->torch_dtype, ")");
+    if (std::filesystem::exists(std::filesystem::path(spec) / "tokenizer.json", ec)) {
+      auto bpe = BpeTokenizer::load(spec);
+      if (!bpe.ok()) return bpe.status();
+      if ((*bpe)->vocab_size() > out.config.vocab_size) {
+        return absl::InvalidArgumentError(absl::StrCat(spec, "/tokenizer.json: ", (*bpe)->vocab_size(),
+                                                       " tokens do not fit config.json's vocab_size ",
+                                                       out.config.vocab_size));
+      }
+      out.tokenizer = std::shared_ptr<const TextTokenizer>(std::move(*bpe));
+      absl::StrAppend(&out.description, "; tokenizer: ", out.tokenizer->description());
+    }
   }
+  // Checkpoints without tokenizer.json (the built-in one, synthetic weights) read bytes after BOS 256.
+  if (!out.tokenizer) out.tokenizer = std::make_shared<ByteTokenizer>();
   out.weights_digest = out.weights.digest();
   return out;
 }

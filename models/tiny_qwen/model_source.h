@@ -2,15 +2,19 @@
 //   "builtin"                     the trained tiny Qwen3 checkpoint shipped in models/tiny_qwen/checkpoint/
 //   "synthetic:<config>[:<seed>]" builtin_config(<config>) with seeded synthetic_weights (seed 0 if absent)
 //   anything else                 a directory holding a Hugging Face checkpoint (config.json +
-//                                 model.safetensors or model.safetensors.index.json)
+//                                 model.safetensors or model.safetensors.index.json; tokenizer.json
+//                                 and tokenizer_config.json beside them when the model has its own
+//                                 tokenizer, as Qwen2 and Qwen3 checkpoints do)
 // The prompt format of the builtin checkpoint is documented in models/tiny_qwen/README.md:
 // BOS, then the bytes of the question followed by one '\n' (kTinyQwenFeynmanPrompt).
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include "absl/status/statusor.h"
 #include "models/tiny_qwen/config.h"
+#include "models/tiny_qwen/text_tokenizer.h"
 #include "models/tiny_qwen/weights.h"
 
 namespace samebits {
@@ -24,6 +28,8 @@ struct ModelSource {
   HostWeights weights;
   std::string description;      // one line for reports: "builtin tiny Qwen3 (models/tiny_qwen/checkpoint)"
   uint64_t weights_digest = 0;  // weights.digest()
+  // The checkpoint's tokenizer.json when it has one (BpeTokenizer), else bytes (ByteTokenizer).
+  std::shared_ptr<const TextTokenizer> tokenizer;
 };
 
 // Errors name the spec and what is wrong with it (unknown config, bad seed, unreadable checkpoint).

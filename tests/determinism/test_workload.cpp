@@ -4,6 +4,7 @@
 
 #include "gtest/gtest.h"
 #include "harness/scenario/workload.h"
+#include "models/tiny_qwen/tokenizer.h"
 
 namespace samebits {
 namespace {
@@ -34,9 +35,9 @@ const ArrivalProcess::Kind kKinds[] = {ArrivalProcess::Kind::kPoisson, ArrivalPr
 TEST(Workload, SameSeedSameScheduleOtherSeedOtherSchedule) {
   for (auto kind : kKinds) {
     SCOPED_TRACE(describe(ArrivalProcess{kind, 0.5, 8}));
-    auto a = generate_workload(scenario_with(kind, 11));
-    auto b = generate_workload(scenario_with(kind, 11));
-    auto c = generate_workload(scenario_with(kind, 12));
+    auto a = generate_workload(scenario_with(kind, 11), ByteTokenizer{});
+    auto b = generate_workload(scenario_with(kind, 11), ByteTokenizer{});
+    auto c = generate_workload(scenario_with(kind, 12), ByteTokenizer{});
     ASSERT_TRUE(a.ok() && b.ok() && c.ok());
     EXPECT_TRUE(same_schedule(*a, *b));
     EXPECT_FALSE(same_schedule(*a, *c));
@@ -47,7 +48,7 @@ TEST(Workload, EveryTargetArrivesAtItsOwnStep) {
   for (auto kind : kKinds) {
     SCOPED_TRACE(describe(ArrivalProcess{kind, 0.5, 8}));
     Scenario s = scenario_with(kind, 3);
-    auto w = generate_workload(s);
+    auto w = generate_workload(s, ByteTokenizer{});
     ASSERT_TRUE(w.ok());
     std::set<int64_t> target_steps;
     std::set<int> samples;
@@ -71,7 +72,7 @@ TEST(Workload, EveryTargetArrivesAtItsOwnStep) {
 
 TEST(Workload, BackgroundLengthsAndSharedPrefixesVary) {
   Scenario s = scenario_with(ArrivalProcess::Kind::kPoisson, 5);
-  auto w = generate_workload(s);
+  auto w = generate_workload(s, ByteTokenizer{});
   ASSERT_TRUE(w.ok());
   std::set<size_t> shared_lengths, prompt_lengths;
   std::set<int> output_lengths;

@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "harness/golden/digest.h"
+#include "models/tiny_qwen/tokenizer.h"
 
 namespace samebits::testing {
 
@@ -46,7 +47,7 @@ RunResults synthetic_results(int samples, const std::map<int, int>& forks, Mode 
   RunFigures f;
   f.wall_seconds = 2.0;
   f.tokens_generated = 24 * samples;
-  r.modes.push_back(analyze_mode(mode, obs, f));
+  r.modes.push_back(analyze_mode(mode, obs, f, ByteTokenizer{}));
   return r;
 }
 

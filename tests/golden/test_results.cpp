@@ -2,6 +2,7 @@
 // divergences, fork text, JSON round trip, comparison of two result sets.
 #include "gtest/gtest.h"
 #include "harness/golden/digest.h"
+#include "models/tiny_qwen/tokenizer.h"
 #include "harness/golden/results.h"
 #include "tests/golden/synthetic_results.h"
 
@@ -43,7 +44,7 @@ TEST(Results, CountsCompletionsStreamsAndForks) {
 TEST(Results, SameTokensDifferentLogitsIsOneCompletionTwoStreams) {
   std::vector<TargetObservation> obs = {synthetic_observation(0, 20), synthetic_observation(1, 20),
                                         synthetic_observation(2, 20, -1, 9)};
-  ModeResult m = analyze_mode(Mode::kDefault, obs, {});
+  ModeResult m = analyze_mode(Mode::kDefault, obs, {}, ByteTokenizer{});
   EXPECT_EQ(m.unique_completions(), 1);
   EXPECT_EQ(m.unique_logit_streams(), 2);
   EXPECT_EQ(m.per_sample[2].first_token_divergence, -1);

@@ -119,7 +119,8 @@ absl::StatusOr<std::vector<std::vector<bf16>>> run_step_g(PagedCacheG& cache, co
     a.host_query_start = qs.data();
     a.host_context_lens = ctx_lens.data();
   }
-  if (absl::Status st = be.attention(ctx, a); !st.ok()) return st;
+  const auto attention = options.attention ? options.attention : be.attention;
+  if (absl::Status st = attention(ctx, a); !st.ok()) return st;
   if (absl::Status st = be.synchronize(ctx); !st.ok()) return st;
   const std::vector<bf16> all = out.download();
   if (std::string g = out.check_guards(); !g.empty()) return absl::InternalError("attention output: " + g);

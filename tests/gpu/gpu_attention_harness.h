@@ -62,6 +62,8 @@ struct StepOptionsG {
   int parallel_units = kDefaultParallelUnits;
   bool host_mirrors = true;           // fill AttentionArgs::host_query_start / host_context_lens
   bool skip_attention = false;        // only the KV write (a prefix-cache hit's earlier step)
+  // Called instead of the backend's attention when set (a forced CUDA kernel route).
+  absl::Status (*attention)(const ExecContext&, const AttentionArgs&) = nullptr;
 };
 
 // Outputs per part: [q_len, q_row]. Output guard violations are errors.

@@ -4,11 +4,21 @@
 // decode vs prefill, prefix-cache hits, block tables, block sizes, or the other sequences of the
 // batch and its row in it. Contexts of 560 keys cross the 256-key split boundary twice. Default
 // mode must be SEEN to differ (split count from the batch; cached/new keys merged separately).
+// The CUDA backend's two kernel routes for a sequence's last tile of 1..16 rows (one warp per
+// segment, or the 64-row kernel) must give the same bits under every plan, with launches sized
+// from host mirrors or from shape bounds; a bad layout without host mirrors is reported by the
+// device.
 #include <gtest/gtest.h>
+
+#include <optional>
+#include <string>
 
 #include "absl/strings/str_cat.h"
 #include "tests/gpu/gpu_attention_harness.h"
 #include "tests/support/test_support.h"
+#if defined(SAMEBITS_HAVE_CUDA)
+#include "kernels/cuda/cuda_ops.h"
+#endif
 
 namespace samebits::testing {
 namespace {
@@ -209,6 +219,120 @@ TEST(GpuAttention, RunToRunAndHostMirrorsDoNotMatter) {
   ASSERT_TRUE(with.ok() && without.ok());
   EXPECT_TRUE(same_bits(*with, *without));
 }
+
+#if defined(SAMEBITS_HAVE_CUDA)
+absl::Status general_kernel_only(const ExecContext& ctx, const AttentionArgs& a) {
+  return cuda_attention_routed(ctx, a, AttentionRoute::kGeneralOnly);
+}
+
+struct RouteCase {
+  Mode mode;
+  std::optional<AttentionPlan> plan;  // nullopt: the mode's plan for the batch
+  std::string name() const { return absl::StrCat(mode_str(mode), " ", plan ? plan->describe() : "planned"); }
+};
+
+// One step of a batch of (length, cached) sequences on a fresh cache of `be`.
+absl::StatusOr<std::vector<std::vector<bf16>>> route_step(const Backend& be, const AttnShapeG& shape,
+                                                          const std::vector<SeqG>& seqs,
+                                                          const std::vector<int64_t>& cached, StepOptionsG o) {
+  int64_t blocks = 4;
+  for (const SeqG& s : seqs) blocks += (s.len + shape.block_size - 1) / shape.block_size + 1;
+  PagedCacheG cache(be, shape, blocks, 31);
+  std::vector<StepPartG> pre, step;
+  for (size_t i = 0; i < seqs.size(); ++i) {
+    const int id = *cache.add_sequence(seqs[i].len);
+    pre.push_back({id, &seqs[i], 0, cached[i]});
+    step.push_back({id, &seqs[i], cached[i], seqs[i].len - cached[i]});
+  }
+  StepOptionsG prefix = o;
+  prefix.skip_attention = true;
+  if (absl::StatusOr<std::vector<std::vector<bf16>>> r = run_step_g(cache, pre, prefix); !r.ok()) return r.status();
+  return run_step_g(cache, step, o);
+}
+
+TEST(GpuAttention, DecodeKernelEqualsGeneralKernelBitwise) {
+  SAMEBITS_REQUIRE_GPU();
+  AttentionPlan size64, count5, count3;
+  size64.kind = AttentionPlan::Kind::kFixedSplitSize;
+  size64.split_size = 64;
+  count5.kind = count3.kind = AttentionPlan::Kind::kSplitCount;
+  count5.split_count = 5;
+  count5.separate_new_keys = true;
+  count3.split_count = 3;
+  const RouteCase cases[] = {{Mode::kInvariant, std::nullopt}, {Mode::kDefault, std::nullopt},
+                             {Mode::kInvariant, size64}, {Mode::kDefault, count5}, {Mode::kDefault, count3}};
+  for (const AttnShapeG& shape : kShapes) {
+    const int group = shape.hq / shape.hkv;
+    // Decodes across split boundaries; chunks whose last tile holds 1..16 rows; fresh prefills.
+    const std::vector<std::pair<int64_t, int64_t>> layout = {
+        {1, 0}, {256, 255}, {257, 256}, {560, 559}, {2000, 1999}, {300, 283}, {600, 600 - 16 / group},
+        {90, 0}, {513, 510}, {70, 0}};
+    std::vector<SeqG> seqs;
+    std::vector<int64_t> cached;
+    for (size_t i = 0; i < layout.size(); ++i) {
+      seqs.push_back(make_seq_g(shape, layout[i].first, 40 + i));
+      cached.push_back(layout[i].second);
+    }
+    for (const RouteCase& rc : cases) {
+      SCOPED_TRACE(absl::StrCat(shape.name(), " ", rc.name()));
+      StepOptionsG o = opts(rc.mode);
+      o.plan = rc.plan;
+      auto automatic = route_step(*gpu, shape, seqs, cached, o);
+      auto cpu = route_step(cpu_backend(), shape, seqs, cached, o);
+      o.host_mirrors = false;  // launches sized from the shapes alone
+      auto bounded = route_step(*gpu, shape, seqs, cached, o);
+      o.host_mirrors = true;
+      o.attention = general_kernel_only;
+      auto general = route_step(*gpu, shape, seqs, cached, o);
+      ASSERT_TRUE(automatic.ok()) << automatic.status();
+      ASSERT_TRUE(bounded.ok()) << bounded.status();
+      ASSERT_TRUE(general.ok()) << general.status();
+      ASSERT_TRUE(cpu.ok()) << cpu.status();
+      for (size_t i = 0; i < seqs.size(); ++i) {
+        const int64_t at = first_diff((*general)[i], (*automatic)[i]);
+        EXPECT_EQ(at, -1) << "sequence " << i << " (length " << seqs[i].len << ", cached " << cached[i]
+                          << "): first difference at element " << at;
+        const int64_t at_bounded = first_diff((*general)[i], (*bounded)[i]);
+        EXPECT_EQ(at_bounded, -1) << "sequence " << i << " without host mirrors: first difference at element "
+                                  << at_bounded;
+        const double e = nmse((*automatic)[i], (*cpu)[i]);
+        EXPECT_LE(e, 1e-4) << "sequence " << i << " nmse vs cpu " << e;
+      }
+    }
+  }
+}
+TEST(GpuAttention, BadLayoutWithoutHostMirrorsIsReportedByTheDevice) {
+  SAMEBITS_REQUIRE_GPU();
+  const AttnShapeG shape = kShapes[0];
+  auto dq = device_copy(*gpu, random_bf16(size_t(2 * shape.q_row()), 1));
+  auto dc = device_copy(*gpu, random_bf16(size_t(4 * shape.block_size * shape.kv_row()), 2));
+  auto dqs = device_copy(*gpu, std::vector<int32_t>{0, 2});
+  auto dctx = device_copy(*gpu, std::vector<int32_t>{1});  // below its 2 query tokens
+  auto dtab = device_copy(*gpu, std::vector<int32_t>{1, 2});
+  DeviceBuffer<bf16> out(*gpu, size_t(2 * shape.q_row()));
+  AttentionArgs a;
+  a.q = dq->data();
+  a.k_cache = a.v_cache = dc->data();
+  a.query_start = dqs->data();
+  a.context_lens = dctx->data();
+  a.block_tables = dtab->data();
+  a.num_seqs = 1;
+  a.max_blocks_per_seq = 2;
+  a.T = 2;
+  a.num_q_heads = shape.hq;
+  a.num_kv_heads = shape.hkv;
+  a.head_dim = shape.hd;
+  a.block_size = shape.block_size;
+  a.num_blocks = 4;
+  a.scale = 0.125f;
+  a.out = out.data();
+  ExecContext ctx;
+  SAMEBITS_ASSERT_OK(gpu->attention(ctx, a));
+  const absl::Status st = gpu->synchronize(ctx);
+  EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument) << st;
+  EXPECT_NE(std::string(st.message()).find("context_lens"), std::string::npos) << st;
+}
+#endif
 
 TEST(GpuAttention, BadBlockTableEntryIsReported) {
   SAMEBITS_REQUIRE_GPU();

@@ -1,0 +1,122 @@
+// The work of one paged attention call, derived on the device from query_start / context_lens, so
+// the host needs only shapes (no download, no synchronisation; capturable in a CUDA graph):
+//   - each sequence's rows (query tokens x group, query-major) are cut into tiles of 64 rows; a
+//     last tile of 1..16 rows is a decode tile (attention_decode.cuh, implicit grid), every other
+//     tile is a work item of the 64-row kernel (attention_kernel.cuh), listed here by
+//     attention_worklist_kernel (one block; a scan over the sequences), longest tile of a
+//     sequence first (scheduling only);
+//   - the layout checks of check_attention_sequences (kernels/attention_host.h) run on the device
+//     too (this list kernel and the decode kernel's first block report through the mailbox); a bad
+//     sequence is skipped by every kernel.
+#pragma once
+#include <cstdint>
+
+#include "kernels/cuda/attention_kernel.cuh"
+
+namespace samebits::cuda {
+
+constexpr int kDecodeRows = 16;  // a decode tile fills at most one warp's 16 mma rows
+constexpr int kWorklistThreads = 1024;
+
+// Whether sequence s's layout is valid (see check_attention_sequences); reports when asked.
+__device__ __forceinline__ bool attention_sequence_ok(const AttnParams& P, int s, bool report) {
+  const int64_t q0 = P.query_start[s], q1 = P.query_start[s + 1], context = P.context_lens[s];
+  int what = -1;
+  long long value = 0;
+  if (q0 < 0 || q1 < q0 || q1 > P.T) {
+    what = 0;
+    value = q1;
+  } else if (context < q1 - q0) {
+    what = 1;
+    value = context;
+  } else if ((context + P.block_size - 1) / P.block_size > P.max_blocks_per_seq) {
+    what = 2;
+    value = context;
+  }
+  if (what >= 0 && report) report_device_error(P.mailbox, kErrAttentionLayout, s, value, what);
+  return what < 0;
+}
+
+// query_start[0] == 0 and query_start[num_seqs] == T, reported once per kernel that checks it.
+__device__ __forceinline__ void attention_report_bad_ends(const AttnParams& P) {
+  const int64_t first = P.query_start[0], last = P.query_start[P.num_seqs];
+  if (first != 0) report_device_error(P.mailbox, kErrAttentionLayout, 0, first, 3);
+  if (last != P.T) report_device_error(P.mailbox, kErrAttentionLayout, P.num_seqs, last, 3);
+}
+
+// The decode tile of a sequence with `rows` rows, if it has one.
+__device__ __forceinline__ bool decode_tile(int64_t rows, int* row0, int* nrows) {
+  const int64_t rem = rows % kAttnRows;
+  if (rem == 0 || rem > kDecodeRows) return false;
+  *row0 = int(rows - rem);
+  *nrows = int(rem);
+  return true;
+}
+
+// Segments of a tile whose last row sits at position p_max (kernels/plan.h num_splits; two
+// partials, cached then new, when the plan reads this step's keys separately).
+__device__ __forceinline__ int tile_segment_count(const AttnParams& P, bool reads_new, int64_t cached,
+                                                  int64_t p_max) {
+  if (reads_new) return cached > 0 ? 2 : 1;
+  const int64_t visible = p_max + 1;
+  if (!P.split_count_kind) return int((visible + P.split_size - 1) / P.split_size);
+  return int(min(int64_t(P.split_count), visible));
+}
+
+// Writes the 64-row kernel's items and their number (*count). capacity: room in items. With
+// decode_tiles_too, the decode tiles are listed as well (AttentionRoute::kGeneralOnly).
+__global__ void __launch_bounds__(kWorklistThreads) attention_worklist_kernel(AttnParams P, AttnItem* items,
+                                                                            int* count, int capacity,
+                                                                            bool decode_tiles_too) {
+  __shared__ int warp_total[kWorklistThreads / 32];
+  __shared__ int base;
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  if (tid == 0) {
+    base = 0;
+    attention_report_bad_ends(P);
+  }
+  __syncthreads();
+  const int group = P.num_q_heads / P.num_kv_heads;
+  for (int first = 0; first < P.num_seqs; first += kWorklistThreads) {
+    const int s = first + tid;
+    int64_t rows = 0;
+    int tiles = 0;
+    if (s < P.num_seqs && attention_sequence_ok(P, s, true)) {
+      rows = int64_t(P.query_start[s + 1] - P.query_start[s]) * group;
+      const int64_t rem = rows % kAttnRows;
+      tiles = int(rows / kAttnRows) + (rem > (decode_tiles_too ? 0 : kDecodeRows) ? 1 : 0);
+    }
+    // Exclusive scan of `tiles` over the block (warp shuffles, then the warps' totals).
+    int incl = tiles;
+#pragma unroll
+    for (int o = 1; o < 32; o <<= 1) {
+      const int v = __shfl_up_sync(0xffffffffu, incl, o);
+      if (lane >= o) incl += v;
+    }
+    if (lane == 31) warp_total[warp] = incl;
+    __syncthreads();
+    int before = base;
+    for (int w = 0; w < warp; ++w) before += warp_total[w];
+    before += incl - tiles;
+    if (tiles > 0) {
+      const int64_t q_len = rows / group;
+      const int64_t cached = P.context_lens[s] - q_len;
+      const bool reads_new = P.split_count_kind && P.separate_new_keys && q_len > 1;
+      for (int t = 0; t < tiles; ++t) {
+        const int tile = tiles - 1 - t;  // the tile with the most keys first
+        const int row0 = tile * kAttnRows;
+        const int nrows = int(min(int64_t(kAttnRows), rows - row0));
+        const int64_t p_max = cached + (row0 + nrows - 1) / group;
+        if (before + t < capacity) {
+          items[before + t] = AttnItem{s, row0, nrows, tile_segment_count(P, reads_new, cached, p_max)};
+        }
+      }
+    }
+    __syncthreads();
+    if (tid == kWorklistThreads - 1) base = before + tiles;
+    __syncthreads();
+  }
+  if (tid == 0) *count = min(base, capacity);
+}
+
+}  // namespace samebits::cuda
