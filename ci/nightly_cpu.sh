@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Nightly CPU gate: build, run `ctest -L determinism`, run the full Feynman experiment (1000
+# Nightly CPU gate: build, run `ctest -L "determinism|mutation"`, run the full Feynman experiment (1000
 # samples, both modes) and check it against golden/feynman/cpu.json; then the slow label (the
 # 100,000-request engine soak and the stress run), the asan preset (ASan + UBSan) over the unit,
 # golden and determinism labels (the command-line tests are in unit), and every fuzz target to
@@ -16,7 +16,7 @@ source ci/step.sh
 
 step configure cmake --preset cpu || exit $status
 step build cmake --build --preset cpu -j2 || exit $status
-step determinism ctest --preset cpu -L determinism --output-junit "$PWD/$OUT/ctest_determinism.xml"
+step determinism ctest --preset cpu -L 'determinism|mutation' --output-junit "$PWD/$OUT/ctest_determinism.xml"
 SAMEBITS=./build/cpu/harness/samebits
 step feynman "$SAMEBITS" golden check scenarios/feynman.yaml --no-progress \
   --json "$OUT/feynman.json" --markdown "$OUT/feynman.md" --junit "$OUT/feynman.junit.xml"

@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
-# Nightly GPU gate (on the H200 machine): build with CUDA, run the determinism and gpu tests, run
-# the Feynman experiment on the CUDA backend and check golden/feynman/<cuda id>.json when it
-# exists (goldens are keyed by backend id: CPU and CUDA bits are not promised equal).
+# Nightly GPU gate (on the H200 machine): build with CUDA, run the determinism, mutation and gpu
+# tests with SAMEBITS_REQUIRE_GPU=1 (a missing device fails every GPU test instead of skipping it;
+# gpu_tests holds the CUDA engine invariance sweep, its inverse and the CUDA mutation suite with its
+# detection table), run the Feynman experiment on the CUDA backend and check
+# golden/feynman/<cuda id>.json (goldens are keyed by backend id: CPU and CUDA bits are not
+# promised equal; default-mode goldens also by device, see harness/golden/run_identity.h).
 # compute-sanitizer memcheck and racecheck run every gpu test binary.
 # Writes JUnit, Markdown and JSON into OUT (default nightly-gpu/).
 set -uo pipefail
@@ -12,11 +15,12 @@ source ci/step.sh
 
 step configure cmake --preset cuda || exit $status
 step build cmake --build --preset cuda -j"$(nproc)" || exit $status
-step tests ctest --test-dir build/cuda -L 'determinism|gpu' --output-junit "$PWD/$OUT/ctest.xml"
+export SAMEBITS_REQUIRE_GPU=1
+step tests ctest --test-dir build/cuda -L 'determinism|mutation|gpu' --output-on-failure --output-junit "$PWD/$OUT/ctest.xml"
 SAMEBITS=./build/cuda/harness/samebits
 # `golden check` exits 2 when there is no CUDA golden yet; `run` then still reports both modes.
 if "$SAMEBITS" info | grep -q 'cuda: unavailable'; then
-  echo "no CUDA device: skipping compute-sanitizer and the CUDA Feynman run"; exit $status
+  echo "no CUDA device: the GPU gate cannot pass without one"; exit 1
 fi
 # compute-sanitizer over every gpu test: memcheck (out-of-bounds and misaligned device accesses,
 # leaks of device memory) and racecheck (shared-memory hazards). Each gpu test binary once per tool

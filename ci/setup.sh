@@ -11,8 +11,8 @@ packages=(
   build-essential cmake ninja-build pkg-config
   # libraries (find_package / pkg-config)
   libabsl-dev libxxhash-dev libyaml-cpp-dev nlohmann-json3-dev libcli11-dev libpcre2-dev libicu-dev libcpp-httplib-dev
-  # tests and benchmarks
-  libgtest-dev libgmock-dev libbenchmark-dev
+  # tests and benchmarks (chromium and libpng: the HTML report rendered and its screenshot read)
+  libgtest-dev libgmock-dev libbenchmark-dev chromium libpng-dev
   # fuzzing (ci/fuzz.sh, run by .ci/run): clang with libFuzzer, its sanitizer runtimes, OpenMP
   clang-14 libfuzzer-14-dev libclang-rt-14-dev libomp-14-dev
 )

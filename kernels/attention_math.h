@@ -59,12 +59,18 @@ SAMEBITS_HD AttentionPartialState attention_partial_begin(float max_score, float
   return {max_score, 0.0f};
 }
 
+// Adds one key whose e = exp(score - st.m) is already computed (a kernel may compute the exps of
+// many keys at once, e.g. in vector registers).
+SAMEBITS_HD void attention_partial_add_exp(AttentionPartialState& st, float e, const bf16* v, float* acc,
+                                           int head_dim) {
+  st.l = st.l + e;
+  attention_accumulate_value(e, v, acc, head_dim);
+}
+
 template <typename ExpFn>
 SAMEBITS_HD void attention_partial_add_key(AttentionPartialState& st, float score, const bf16* v,
                                            float* acc, int head_dim, ExpFn exp_fn) {
-  const float e = exp_fn(score - st.m);
-  st.l = st.l + e;
-  attention_accumulate_value(e, v, acc, head_dim);
+  attention_partial_add_exp(st, exp_fn(score - st.m), v, acc, head_dim);
 }
 
 // One partial over n >= 1 keys from already-computed scores. value_row(j) returns the bf16 value

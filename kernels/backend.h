@@ -3,18 +3,30 @@
 // of crashing; argument errors name the op and the offending value.
 #pragma once
 #include <cstddef>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "kernels/op_timer.h"
 #include "kernels/ops.h"
 
 namespace samebits {
 
+// The device a backend runs on, as read from it when the backend starts (empty on the CPU, whose
+// bits depend on none of this). Default-mode goldens depend on every field (harness/golden/run_identity.h).
+struct BackendDevice {
+  std::string name;          // e.g. "NVIDIA H200"
+  int sm_count = 0;          // multiprocessors
+  std::string cuda_runtime;  // cudaRuntimeGetVersion, e.g. "13.0"
+  std::string cublaslt;      // cublasLtGetVersion, e.g. "13.1.0"
+};
+
 struct Backend {
   std::string id;           // golden key: "cpu", "cuda-sm90"
   std::string description;  // human-readable: device name, threads
+  BackendDevice device;
 
   // Memory. The CPU backend's "device" memory is host memory.
   absl::StatusOr<void*> (*alloc)(size_t bytes);
@@ -39,14 +51,29 @@ struct Backend {
   // synthetic models never pass through host memory. tensor_key = XXH3_64bits_withSeed(name, seed).
   absl::Status (*fill_synthetic)(void* dst, int64_t n, uint64_t tensor_key, float scale,
                                  float offset) = nullptr;
+
+  // Optional: a timer for the ops issued with ctx (its stream); nullptr = the host clock
+  // (HostOpTimer), right for a synchronous backend.
+  std::unique_ptr<OpTimer> (*make_op_timer)(const ExecContext& ctx) = nullptr;
+  // Optional: where the host has waited for the device since the backend started (cumulative);
+  // nullptr = never (a synchronous backend has no separate device to wait for).
+  SyncStats (*sync_stats)() = nullptr;
 };
+
+// A timer for ctx's ops on this backend (its own, or the host clock).
+std::unique_ptr<OpTimer> make_op_timer(const Backend& backend, const ExecContext& ctx);
+SyncStats sync_stats(const Backend& backend);
 
 // Always available.
 const Backend& cpu_backend();
 // nullptr when the build has no CUDA or the machine has no usable device; *why says which.
 const Backend* cuda_backend(std::string* why = nullptr);
-// "cpu" or "cuda"; nullptr with *why on an unknown name or an unavailable backend.
+// "cpu", "cuda" or a registered name; nullptr with *why on an unknown name or an unavailable backend.
 const Backend* find_backend(const std::string& name, std::string* why);
+// Makes `backend` available to find_backend under `name` (not "cpu" or "cuda"), replacing an
+// earlier registration; nullptr removes it. For backends that wrap a real one, such as the mutation
+// suite's (tests/mutation). The table must outlive its registration.
+void register_backend(const std::string& name, const Backend* backend);
 
 // Bumped whenever any kernel's arithmetic changes; goldens depend on it.
 inline constexpr int kKernelSetVersion = 1;

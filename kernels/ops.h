@@ -14,11 +14,14 @@
 
 namespace samebits {
 
+class OpTimer;  // kernels/op_timer.h
+
 struct ExecContext {
   Mode mode = Mode::kInvariant;
   int parallel_units = kDefaultParallelUnits;  // what default-mode planners size their splits for
   int num_threads = 0;                         // CPU backend: 0 = OpenMP's default
   void* stream = nullptr;                      // CUDA backend: cudaStream_t (nullptr = default stream)
+  OpTimer* timer = nullptr;                    // per-op timing (kernels/op_timer.h); nullptr = off
 };
 
 // y[M,N] = x[M,K] · w[N,K]^T (+ bias[N]). Exactly one of y (bf16) and y_f32 is non-null.

@@ -16,7 +16,9 @@ struct RunArgs {
   std::string mode = "";  // default | invariant | both; "" = the scenario's modes
   ExperimentOptions options;
   bool progress = true;  // a progress line per mode on stderr where one belongs (a terminal, not CI)
-  std::string json, markdown, junit, trace;
+  std::string json, markdown, junit, trace, html;
+  bool explain = false;  // run: localise every fork after the run (samebits explain)
+  int max_forks = 8;
   std::string golden_dir;  // "" = default_golden_dir(scenario)
 };
 
@@ -26,6 +28,18 @@ int golden_update_command(const RunArgs& args);
 int compare_command(const std::string& a, const std::string& b);
 int replay_command(const std::string& trace, const std::string& json);
 int info_command();
+
+struct ExplainArgs {
+  std::string results;  // RESULTS.json from run --json
+  std::string trace;    // optional: the run's trace (required for live runs); else the scenario is re-run
+  std::string html, markdown;
+  int threads = 0;
+  int max_forks = 8;
+};
+int explain_command(const ExplainArgs& args);
+
+// One ProgressLine per mode on stderr, cleared when the mode ends.
+ProgressCallback progress_on_stderr();
 
 // Prints "samebits: error: <message>" on stderr and returns kExitInputError.
 int input_error(const std::string& message);

@@ -27,12 +27,17 @@ void add_run_options(CLI::App* cmd, RunArgs* a, bool full) {
                   "Client mode: send the workload to this OpenAI-compatible server (e.g. http://127.0.0.1:8000/v1)");
   cmd->add_option("--target-model", a->options.target_model, "Client mode: the model name to ask the server for");
   cmd->add_flag("--in-process", a->options.in_process, "Ignore the scenario's target: run the built-in engine");
+  cmd->add_option("--html", a->html, "Write a self-contained HTML report to this file");
   if (full) {
     cmd->add_option("--trace", a->trace, "Write the schedule actually used to this trace file (for replay)");
     cmd->add_flag("--live", a->options.live, "Live mode: client threads submit with real timing");
     cmd->add_option("--clients", a->options.clients, "Live client threads (default: the scenario's)")
         ->check(CLI::Range(1, 256));
+    cmd->add_flag("--explain", a->explain, "After the run, find the first op whose bits differ for every fork (see explain)");
+    cmd->add_option("--max-forks", a->max_forks, "Forks explained per mode (default 8)")->check(CLI::Range(1, 1000));
   }
+  cmd->add_flag("--profile", a->options.profile,
+                 "Time every op on the backend's clock (CUDA events on a GPU) and report where the time went");
   cmd->add_flag_function("--no-progress", [a](int64_t) { a->progress = false; }, "No progress line on stderr");
 }
 
@@ -88,6 +93,19 @@ int main_impl(int argc, char** argv) {
   replay->add_option("TRACE", trace, "Trace file (from run --trace)")->required();
   replay->add_option("--json", replay_json, "Write the replay's results as JSON to this file");
 
+  ExplainArgs explain_args;
+  CLI::App* explain = app.add_subcommand(
+      "explain", "Why did it fork? Replays the schedules of the main and each diverging sample with per-op digests and "
+                 "names the first (token, layer, op) whose bits differ, the size of the difference, its growth to the "
+                 "logits, the top-2 logit gap at the fork and the plan decisions that differed");
+  explain->add_option("RESULTS", explain_args.results, "Results JSON (from run --json)")->required();
+  explain->add_option("--trace", explain_args.trace, "The run's trace (from run --trace; needed for live runs; "
+                                                     "without it the scenario is run again)");
+  explain->add_option("--html", explain_args.html, "Write a self-contained HTML report to this file");
+  explain->add_option("--markdown", explain_args.markdown, "Write a Markdown summary to this file");
+  explain->add_option("--threads", explain_args.threads, "CPU backend threads (default: all)")->check(CLI::Range(1, 1024));
+  explain->add_option("--max-forks", explain_args.max_forks, "Forks explained per mode (default 8)")->check(CLI::Range(1, 1000));
+
   CLI::App* info = app.add_subcommand("info", "Backends, devices, models and versions");
 
   serve::ServeOptions serve_options;
@@ -106,6 +124,7 @@ int main_impl(int argc, char** argv) {
   if (update->parsed()) return golden_update_command(update_args);
   if (compare->parsed()) return compare_command(compare_a, compare_b);
   if (replay->parsed()) return replay_command(trace, replay_json);
+  if (explain->parsed()) return explain_command(explain_args);
   if (info->parsed()) return info_command();
   if (serve_cmd->parsed()) {
     serve_options.mode = *parse_mode(serve_mode);

@@ -17,8 +17,8 @@ int compare_command(const std::string& a_path, const std::string& b_path) {
   auto b = read_results_file(b_path);
   if (!b.ok()) return input_error(std::string(b.status().message()));
   bool same = true;
-  std::printf("A: %s (%s, %s)\nB: %s (%s, %s)\n", a_path.c_str(), a->backend_id.c_str(), a->scenario_name.c_str(),
-              b_path.c_str(), b->backend_id.c_str(), b->scenario_name.c_str());
+  std::printf("A: %s (%s, %s)\nB: %s (%s, %s)\n", a_path.c_str(), a->identity.backend.id.c_str(), a->identity.scenario.name.c_str(),
+              b_path.c_str(), b->identity.backend.id.c_str(), b->identity.scenario.name.c_str());
   std::printf("%-22s %8s %13s %13s %13s %9s %12s %10s %10s %s\n", "mode", "samples", "completions", "logit streams",
               "1st tok div", "differing", "first sample", "token step", "logit step", "main completions");
   auto pair = [](int x, int y) { return absl::StrCat(x, " | ", y); };
@@ -33,9 +33,11 @@ int compare_command(const std::string& a_path, const std::string& b_path) {
                 l.note.empty() ? "" : "  ", l.note.c_str());
     same = same && l.samples_differing == 0 && l.note.empty() && l.main_completions_agree;
   }
-  if (a->weights_digest != b->weights_digest || a->backend_id != b->backend_id)
-    std::printf("note: the files differ in weights digest or backend (%s vs %s)\n", a->backend_id.c_str(),
-                b->backend_id.c_str());
+  for (Mode mode : {Mode::kInvariant, Mode::kDefault}) {
+    if (std::string why = incomparability(a->identity, b->identity, mode); !why.empty())
+      std::printf("note: %s mode is not comparable between the files: %s\n", std::string(mode_name(mode)).c_str(),
+                  why.c_str());
+  }
   return same ? kExitPass : kExitDiverged;
 }
 
@@ -43,14 +45,15 @@ int replay_command(const std::string& trace_path, const std::string& json) {
   auto trace = read_trace(trace_path);
   if (!trace.ok()) return input_error(std::string(trace.status().message()));
   std::string why;
-  const Backend* backend = find_backend(trace->backend, &why);
-  if (!backend) return input_error(absl::StrCat(trace_path, ": backend ", trace->backend, ": ", why));
-  if (backend->id != trace->backend_id)
-    return input_error(absl::StrCat(trace_path, ": recorded on backend ", trace->backend_id, ", this one is ", backend->id));
-  if (trace->kernel_set_version != kKernelSetVersion)
-    return input_error(absl::StrCat(trace_path, ": recorded with kernel set version ", trace->kernel_set_version,
+  const RunIdentity& recorded_id = trace->identity;
+  const Backend* backend = find_backend(recorded_id.backend.name, &why);
+  if (!backend) return input_error(absl::StrCat(trace_path, ": backend ", recorded_id.backend.name, ": ", why));
+  if (backend->id != recorded_id.backend.id)
+    return input_error(absl::StrCat(trace_path, ": recorded on backend ", recorded_id.backend.id, ", this one is ", backend->id));
+  if (recorded_id.backend.kernel_set_version != kKernelSetVersion)
+    return input_error(absl::StrCat(trace_path, ": recorded with kernel set version ", recorded_id.backend.kernel_set_version,
                                     ", this build has ", kKernelSetVersion));
-  auto model = resolve_model(trace->model_spec);
+  auto model = resolve_model(recorded_id.model.spec);
   if (!model.ok()) return input_error(std::string(model.status().message()));
 
   std::vector<ModeRun> runs;
@@ -69,12 +72,11 @@ int replay_command(const std::string& trace_path, const std::string& json) {
     differing_total += differing;
     runs.push_back(std::move(*run));
   }
-  Scenario sc;
-  sc.name = trace->scenario_name;
-  sc.file = trace->scenario_file;
-  sc.file_hash = trace->scenario_hash;
-  sc.model = trace->model_spec;
-  RunResults results = make_results(sc, *model, *backend, trace->samples, trace->threads, trace->live, runs);
+  // The recorded identity, with the device this replay ran on.
+  RunIdentity identity = recorded_id;
+  identity.backend.description = backend->description;
+  identity.backend.device = backend->device;
+  RunResults results = make_results(identity, *model->tokenizer, runs);
   std::cout << format_table(results);
   if (!json.empty())
     if (absl::Status s = write_results_file(results, json); !s.ok()) return input_error(std::string(s.message()));
@@ -85,8 +87,14 @@ int info_command() {
   std::printf("samebits %s, kernel set version %d\n", "0.1.0", kKernelSetVersion);
   std::printf("backends:\n  cpu: %s (id %s)\n", cpu_backend().description.c_str(), cpu_backend().id.c_str());
   std::string why;
-  if (const Backend* cuda = cuda_backend(&why)) std::printf("  cuda: %s (id %s)\n", cuda->description.c_str(), cuda->id.c_str());
-  else std::printf("  cuda: unavailable: %s\n", why.c_str());
+  if (const Backend* cuda = cuda_backend(&why)) {
+    std::printf("  cuda: %s (id %s)\n", cuda->description.c_str(), cuda->id.c_str());
+    const BackendDevice& d = cuda->device;
+    std::printf("    device %s, %d SMs, CUDA runtime %s, cuBLASLt %s\n", d.name.c_str(), d.sm_count,
+                d.cuda_runtime.c_str(), d.cublaslt.c_str());
+  } else {
+    std::printf("  cuda: unavailable: %s\n", why.c_str());
+  }
   std::printf("model configs: %s\n", absl::StrJoin(builtin_config_names(), ", ").c_str());
   auto model = resolve_model(kBuiltinModelSpec);
   if (model.ok()) {

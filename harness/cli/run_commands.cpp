@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "harness/cli/commands.h"
+#include "harness/explain/explain.h"
 #include "harness/golden/golden_store.h"
 #include "harness/golden/json_fields.h"
 #include "harness/report/report.h"
@@ -16,9 +17,6 @@ int input_error(const std::string& message) {
   return kExitInputError;
 }
 
-namespace {
-
-// One ProgressLine per mode on stderr, cleared when the mode ends.
 ProgressCallback progress_on_stderr() {
   auto line = std::make_shared<std::unique_ptr<ProgressLine>>();
   return [line](const ProgressEvent& e) {
@@ -30,6 +28,8 @@ ProgressCallback progress_on_stderr() {
     (*line)->update(e.done, e.total);
   };
 }
+
+namespace {
 
 ExperimentOptions options_of(const RunArgs& a) {
   ExperimentOptions o = a.options;
@@ -46,11 +46,14 @@ std::string golden_file(const RunArgs& a, const Experiment& e) {
 }
 
 // Stages every output the arguments name; nothing reaches its target until `outputs` commit.
-absl::Status stage_outputs(const RunArgs& a, const Experiment& e, OutputFiles* outputs) {
+absl::Status stage_outputs(const RunArgs& a, const Experiment& e, OutputFiles* outputs,
+                           const ExplainReport* explained = nullptr) {
   if (!a.json.empty())
     if (absl::Status s = write_results_file(e.results, a.json, outputs); !s.ok()) return s;
   if (!a.markdown.empty())
-    if (absl::Status s = outputs->stage(a.markdown, format_markdown(e.results)); !s.ok()) return s;
+    if (absl::Status s = outputs->stage(a.markdown, format_markdown(e.results, explained)); !s.ok()) return s;
+  if (!a.html.empty())
+    if (absl::Status s = outputs->stage(a.html, format_html(e.results, explained)); !s.ok()) return s;
   if (!a.junit.empty())
     if (absl::Status s = outputs->stage(a.junit, format_junit(e.results)); !s.ok()) return s;
   if (!a.trace.empty()) {
@@ -60,9 +63,9 @@ absl::Status stage_outputs(const RunArgs& a, const Experiment& e, OutputFiles* o
   return absl::OkStatus();
 }
 
-absl::Status write_outputs(const RunArgs& a, const Experiment& e) {
+absl::Status write_outputs(const RunArgs& a, const Experiment& e, const ExplainReport* explained = nullptr) {
   OutputFiles outputs;
-  if (absl::Status s = stage_outputs(a, e, &outputs); !s.ok()) return s;
+  if (absl::Status s = stage_outputs(a, e, &outputs, explained); !s.ok()) return s;
   return outputs.commit();
 }
 
@@ -93,6 +96,18 @@ absl::StatusOr<Experiment> run_and_check(const RunArgs& a, bool keep_records, st
   return e;
 }
 
+// The default mode of a scenario that expects divergence showed none: "" when it did (or when the
+// scenario does not expect it, or default mode did not run).
+std::string lost_sight(const Experiment& e) {
+  if (!e.scenario.expect_default_divergence) return "";
+  const ModeResult* m = e.results.find(Mode::kDefault);
+  if (m == nullptr || m->unique_logit_streams() > 1) return "";
+  return absl::StrCat("default mode showed no divergence (one logit stream over ", m->samples,
+                      " samples) where scenario ", e.scenario.file,
+                      " expects it: the harness cannot see batch variance (set expect_default_divergence: false "
+                      "only for a scenario too small to diverge)");
+}
+
 int verdict(const RunResults& r) {
   for (const ModeResult& m : r.modes)
     if (!mode_passes(m)) return kExitDiverged;
@@ -102,10 +117,20 @@ int verdict(const RunResults& r) {
 }  // namespace
 
 int run_command(const RunArgs& a) {
-  auto e = run_and_check(a, false, nullptr);
+  auto e = run_and_check(a, a.explain, nullptr);
   if (!e.ok()) return input_error(std::string(e.status().message()));
   std::cout << format_table(e->results);
-  if (absl::Status s = write_outputs(a, *e); !s.ok()) return input_error(std::string(s.message()));
+  std::optional<ExplainReport> explained;
+  if (a.explain) {
+    ExplainOptions options;
+    options.max_forks = a.max_forks;
+    auto report = explain_run(e->trace(), e->results, e->model, *e->backend, options);
+    if (!report.ok()) return input_error(std::string(report.status().message()));
+    explained = std::move(*report);
+    std::cout << format_explain_report(*explained);
+  }
+  if (absl::Status s = write_outputs(a, *e, explained ? &*explained : nullptr); !s.ok())
+    return input_error(std::string(s.message()));
   return verdict(e->results);
 }
 
@@ -117,6 +142,10 @@ int golden_check_command(const RunArgs& a) {
   if (absl::Status s = write_outputs(a, *e); !s.ok()) return input_error(std::string(s.message()));
   const int v = verdict(e->results);
   if (v != kExitPass) return v;
+  if (std::string why = lost_sight(*e); !why.empty()) {
+    std::fprintf(stderr, "samebits: golden check failed: %s\n", why.c_str());
+    return kExitDiverged;
+  }
   for (const ModeResult& m : e->results.modes) {
     if (m.golden.state != "pass")
       return input_error(absl::StrCat("cannot check ", std::string(mode_name(m.mode)), " mode against ", golden_file(a, *e), ": ",
@@ -144,12 +173,18 @@ int golden_update_command(const RunArgs& a) {
       return kExitDiverged;
     }
   }
+  if (std::string why = lost_sight(*e); !why.empty()) {
+    std::fprintf(stderr, "samebits: refusing to record a golden: %s\n", why.c_str());
+    return kExitDiverged;
+  }
   const std::string path = golden_file(a, *e);
-  // Modes not run now keep their golden entry when the dependencies are unchanged.
+  // Modes not run now keep their golden entry when the new identity does not differ in a field
+  // that mode depends on.
   Golden fresh = golden_from_results(e->results);
-  if (old->has_value() && incomparability((*old)->dependencies, fresh.dependencies).empty()) {
+  if (old->has_value()) {
     for (const GoldenMode& m : (*old)->modes)
-      if (!fresh.find(m.mode)) fresh.modes.push_back(m);
+      if (!fresh.find(m.mode) && incomparability((*old)->identity, fresh.identity, m.mode).empty())
+        fresh.modes.push_back(m);
   }
   // The other outputs first, the golden last: nothing is written unless all of them can be.
   OutputFiles outputs;

@@ -2,6 +2,8 @@
 // scheduler books the result. Buffers of the step are members, reused from step to step.
 #include "harness/engine/engine.h"
 
+#include <chrono>
+
 #include "absl/strings/str_cat.h"
 #include "harness/engine/scheduler.h"
 #include "kernels/fixed_math.h"
@@ -59,6 +61,8 @@ struct Engine::Impl {
   std::vector<SamplingRow> rows;
   std::vector<int32_t> sampled;
   std::vector<Request*> sampling;
+  std::vector<int32_t> observed_rows;  // sampling rows whose logits the observer sees
+  std::unique_ptr<OpTimer> timer;      // with config.profile
 
   void sync_stats() {
     const SchedulerStats& s = scheduler->stats();
@@ -68,6 +72,7 @@ struct Engine::Impl {
     stats.rejected = s.rejected;
   }
   void build_batch(const ScheduleOutput& out);
+  absl::StatusOr<StepRecord> run_step(const StepRecord* forced);
 };
 
 void Engine::Impl::build_batch(const ScheduleOutput& out) {
@@ -75,7 +80,7 @@ void Engine::Impl::build_batch(const ScheduleOutput& out) {
   const int bs = config.block_size;
   b.tokens.clear(), b.positions.clear(), b.slot_mapping.clear(), b.query_start.clear();
   b.context_lens.clear(), b.block_tables.clear(), b.logit_rows.clear();
-  rows.clear(), sampling.clear();
+  rows.clear(), sampling.clear(), observed_rows.clear();
   int max_blocks = 1;
   for (const ScheduledEntry& e : out.entries) max_blocks = std::max(max_blocks, int(e.request->blocks.size()));
   b.max_blocks_per_seq = max_blocks;
@@ -100,6 +105,7 @@ void Engine::Impl::build_batch(const ScheduleOutput& out) {
       row.top_p = sp.top_p;
       // Keyed by (seed, index of the token to generate): never by batch row, step or preemption.
       row.uniform = sampling_uniform(sp.seed, uint64_t(r.num_generated()));
+      if (r.spec.observe && observer) observed_rows.push_back(int32_t(rows.size()));
       rows.push_back(row);
       sampling.push_back(e.request);
     }
@@ -135,6 +141,10 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::create(Model& model, const Engin
   sc.vocab_size = model.config().vocab_size;
   sc.eos_token_id = model.config().eos_token_id;
   m.scheduler = std::make_unique<Scheduler>(sc);
+  if (config.profile) {
+    m.timer = make_op_timer(model.backend(), config.exec);
+    m.config.exec.timer = m.timer.get();
+  }
   return engine;
 }
 
@@ -148,6 +158,18 @@ bool Engine::cancel(uint64_t request_id) { return impl_->scheduler->cancel(reque
 
 absl::StatusOr<StepRecord> Engine::step(const StepRecord* forced) {
   Impl& m = *impl_;
+  const auto start = std::chrono::steady_clock::now();
+  const SyncStats waits_before = sync_stats(m.model->backend());
+  absl::StatusOr<StepRecord> record = m.run_step(forced);
+  const SyncStats waits_after = sync_stats(m.model->backend());
+  m.stats.step_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  m.stats.host_waits += waits_after.syncs - waits_before.syncs;
+  m.stats.host_wait_seconds += waits_after.wait_seconds - waits_before.wait_seconds;
+  return record;
+}
+
+absl::StatusOr<StepRecord> Engine::Impl::run_step(const StepRecord* forced) {
+  Impl& m = *this;
   Scheduler& sched = *m.scheduler;
   ScheduleOutput out;
   if (forced != nullptr) {
@@ -169,14 +191,21 @@ absl::StatusOr<StepRecord> Engine::step(const StepRecord* forced) {
     return record;
   }
   m.build_batch(out);
-  if (absl::Status s = m.model->forward(m.config.exec, m.batch, &m.logits); !s.ok()) return s;
-  if (absl::Status s = m.model->sample(m.config.exec, m.rows, &m.sampled); !s.ok()) return s;
+  if (absl::Status s = m.model->forward_sample(m.config.exec, m.batch, m.rows, m.observed_rows, &m.sampled, &m.logits);
+      !s.ok()) {
+    return s;
+  }
+  if (m.timer) {
+    if (absl::Status s = m.timer->collect(&m.stats.op_times); !s.ok()) return s;
+  }
   sched.commit(out);
   const size_t V = size_t(m.model->config().vocab_size);
+  size_t observed = 0;
   for (size_t k = 0; k < m.sampling.size(); ++k) {
     Request* r = m.sampling[k];
-    if (r->spec.observe && m.observer) {
-      m.observer(r->spec.id, r->num_generated(), m.sampled[k], std::span<const float>(&m.logits[k * V], V));
+    if (observed < m.observed_rows.size() && m.observed_rows[observed] == int32_t(k)) {
+      m.observer(r->spec.id, r->num_generated(), m.sampled[k], std::span<const float>(&m.logits[observed * V], V));
+      ++observed;
     }
     sched.append_token(r, m.sampled[k]);  // may finish and free r
   }

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "kernels/op_timer.h"
 #include "models/tiny_qwen/model.h"
 
 namespace samebits {
@@ -52,6 +53,7 @@ struct EngineConfig {
   int max_chunk = 0;              // prefill chunk cap; 0 = whatever the budget leaves
   bool prefix_cache = true;
   ExecContext exec;
+  bool profile = false;  // time every op on the backend's clock (EngineStats::op_times)
 };
 // Errors name the field and the value ("engine.block_size: 0 is not a positive integer").
 absl::Status validate_engine_config(const EngineConfig& config, const ModelConfig& model);
@@ -85,6 +87,13 @@ struct EngineStats {
   int64_t prefix_hit_requests = 0;
   int64_t preemptions = 0;
   int64_t rejected = 0;
+  // Where the time of step() went. step_seconds: wall clock inside step() (scheduling, the model,
+  // sampling, booking); host_wait_seconds: the part spent waiting for the device, at host_waits
+  // points; the rest is host time. op_times: per op kind, with EngineConfig::profile only.
+  double step_seconds = 0;
+  double host_wait_seconds = 0;
+  int64_t host_waits = 0;
+  OpTimes op_times;
 };
 
 class Engine {

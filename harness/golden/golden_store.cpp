@@ -17,14 +17,10 @@ const GoldenMode* Golden::find(Mode m) const {
   return nullptr;
 }
 
-GoldenDependencies dependencies_of(const RunResults& r) {
-  return {r.scenario_hash, r.weights_digest, r.kernel_set_version, r.backend_id, r.samples};
-}
-
 Golden golden_from_results(const RunResults& r) {
   Golden g;
-  g.scenario = r.scenario_name;
-  g.dependencies = dependencies_of(r);
+  g.scenario = r.identity.scenario.name;
+  g.identity = r.identity;
   for (const ModeResult& m : r.modes) {
     GoldenMode gm;
     gm.mode = m.mode;
@@ -57,11 +53,7 @@ json golden_to_json(const Golden& g) {
   json j;
   j["samebits_golden"] = kGoldenSchemaVersion;
   j["scenario"] = g.scenario;
-  j["dependencies"] = {{"scenario_hash", digest_hex(g.dependencies.scenario_hash)},
-                       {"weights_digest", digest_hex(g.dependencies.weights_digest)},
-                       {"kernel_set_version", g.dependencies.kernel_set_version},
-                       {"backend_id", g.dependencies.backend_id},
-                       {"samples", g.dependencies.samples}};
+  j["identity"] = identity_to_json(g.identity);
   j["modes"] = json::object();
   for (const auto& m : g.modes) {
     json jm;
@@ -191,14 +183,10 @@ absl::StatusOr<Golden> golden_from_json(const json& j, const std::string& file) 
   if (f.get("samebits_golden", &schema) && schema != kGoldenSchemaVersion)
     f.fail("samebits_golden", absl::StrCat(schema, " is not a known golden schema (expected ", kGoldenSchemaVersion, ")"));
   f.get("scenario", &g.scenario);
-  if (const json* d = f.object("dependencies")) {
-    JsonFields df(file, d, "dependencies");
-    df.get_digest("scenario_hash", &g.dependencies.scenario_hash);
-    df.get_digest("weights_digest", &g.dependencies.weights_digest);
-    df.get("kernel_set_version", &g.dependencies.kernel_set_version);
-    df.get("backend_id", &g.dependencies.backend_id);
-    df.get("samples", &g.dependencies.samples);
-    f.merge(df.status());
+  if (const json* id = f.object("identity"); id && f.status().ok()) {
+    auto identity = identity_from_json(*id, file, "identity");
+    if (!identity.ok()) return identity.status();
+    g.identity = std::move(*identity);
   }
   if (const json* modes = f.object("modes")) {
     for (const auto& [name, value] : modes->items()) {
@@ -235,29 +223,17 @@ absl::Status write_golden(const Golden& golden, const std::string& path, OutputF
   return outputs ? outputs->stage(path, text) : write_file_atomically(path, text);
 }
 
-std::string incomparability(const GoldenDependencies& g, const GoldenDependencies& r) {
-  if (g.backend_id != r.backend_id) return "backend id differs (golden " + g.backend_id + ", run " + r.backend_id + ")";
-  if (g.kernel_set_version != r.kernel_set_version)
-    return absl::StrCat("kernel set version differs (golden ", g.kernel_set_version, ", run ", r.kernel_set_version, ")");
-  if (g.weights_digest != r.weights_digest)
-    return "weights digest differs (golden " + digest_hex(g.weights_digest) + ", run " + digest_hex(r.weights_digest) + ")";
-  if (g.scenario_hash != r.scenario_hash)
-    return "scenario file hash differs (golden " + digest_hex(g.scenario_hash) + ", run " + digest_hex(r.scenario_hash) + ")";
-  if (g.samples != r.samples) return absl::StrCat("samples differ (golden ", g.samples, ", run ", r.samples, ")");
-  return "";
-}
-
 GoldenStatus check_mode(const std::optional<Golden>& golden, const RunResults& run, const ModeResult& mode) {
   const std::string name(mode_name(mode.mode));
   if (!golden) return {"none", "no golden file"};
-  if (std::string why = incomparability(golden->dependencies, dependencies_of(run)); !why.empty())
-    return {"not comparable", why};
   const GoldenMode* g = golden->find(mode.mode);
   if (!g) return {"none", "the golden has no " + name + " mode"};
-  if (run.live && mode.mode == Mode::kDefault)
+  if (std::string why = incomparability(golden->identity, run.identity, mode.mode); !why.empty())
+    return {"not comparable", why};
+  if (run.identity.live && mode.mode == Mode::kDefault)
     return {"not comparable", "a live run's schedule is not the seeded one"};
   // Invariant bits do not depend on the schedule; default bits do, by design.
-  if (!run.live && mode.mode == Mode::kDefault && g->schedule_digest != mode.figures.schedule_digest)
+  if (!run.identity.live && mode.mode == Mode::kDefault && g->schedule_digest != mode.figures.schedule_digest)
     return {"not comparable", "the engine scheduled the seeded workload differently (schedule digest " +
                                   digest_hex(mode.figures.schedule_digest) + ", golden " + digest_hex(g->schedule_digest) +
                                   "): regenerate with golden update"};
@@ -266,12 +242,12 @@ GoldenStatus check_mode(const std::optional<Golden>& golden, const RunResults& r
   for (const SampleSummary& s : mode.per_sample) {
     const LogitStream& stream = mode.streams[size_t(s.stream)];
     // Live runs are checked against the set of expected digests (invariant: the one digest).
-    const bool ok = run.live ? g->expected.count(stream.digest) > 0
+    const bool ok = run.identity.live ? g->expected.count(stream.digest) > 0
                              : (s.sample >= 0 && s.sample < int(g->sample_digests.size()) &&
                                 g->sample_digests[size_t(s.sample)] == stream.digest);
     if (ok) continue;
     if (differing++ == 0) {
-      uint64_t want = run.live ? g->expected.begin()->first
+      uint64_t want = run.identity.live ? g->expected.begin()->first
                                : (s.sample < int(g->sample_digests.size()) ? g->sample_digests[size_t(s.sample)] : 0);
       auto steps = g->stream_steps.find(want);
       int step = steps == g->stream_steps.end() ? -1 : first_difference(stream.steps, steps->second, kGoldenStepHexDigits);

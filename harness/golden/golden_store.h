@@ -1,12 +1,13 @@
 // The golden store: golden/<scenario>/<backend-id>.json holds what a scenario's run must produce.
-//   schema version; dependencies (scenario file hash, weights digest, kernel set version, backend
-//   id, sample count); per mode the expected completion digests (invariant: the one digest;
+//   schema version; the identity of the run that recorded it (harness/golden/run_identity.h says
+//   which of its fields each mode depends on); per mode the expected completion digests (invariant: the one digest;
 //   default under the seeded schedule: digest -> count, and each sample's digest), the step digests
 //   of each expected logit stream (top 32 bits, enough to name the first differing step), fork
 //   statistics, the main completion's text for humans, and the digest of the engine's schedule
 //   (default-mode digests are only comparable under the same schedule).
-// Written only by `samebits golden update`, atomically. A golden whose dependencies differ from the
-// run is "not comparable", never a pass or a mismatch.
+// Written only by `samebits golden update`, atomically. A golden whose identity differs from the
+// run's in a field the mode depends on is "not comparable" (naming the field), never a pass or a
+// mismatch.
 #pragma once
 #include <cstdint>
 #include <map>
@@ -20,16 +21,8 @@
 
 namespace samebits {
 
-inline constexpr int kGoldenSchemaVersion = 1;
+inline constexpr int kGoldenSchemaVersion = 2;
 inline constexpr int kGoldenStepHexDigits = 8;
-
-struct GoldenDependencies {
-  uint64_t scenario_hash = 0;
-  uint64_t weights_digest = 0;
-  int kernel_set_version = 0;
-  std::string backend_id;
-  int samples = 0;
-};
 
 struct GoldenFork {
   int count = 0;
@@ -54,12 +47,11 @@ struct GoldenMode {
 
 struct Golden {
   std::string scenario;
-  GoldenDependencies dependencies;
+  RunIdentity identity;
   std::vector<GoldenMode> modes;
   const GoldenMode* find(Mode m) const;
 };
 
-GoldenDependencies dependencies_of(const RunResults& results);
 Golden golden_from_results(const RunResults& results);
 nlohmann::json golden_to_json(const Golden& golden);
 // Malformed input: one line naming the file and the field.
@@ -72,8 +64,6 @@ absl::StatusOr<std::optional<Golden>> read_golden(const std::string& path);
 // Writes the file atomically, or, given `outputs`, stages it there (written when they commit).
 absl::Status write_golden(const Golden& golden, const std::string& path, OutputFiles* outputs = nullptr);
 
-// Why the run's dependencies differ from the golden's ("" when comparable).
-std::string incomparability(const GoldenDependencies& golden, const GoldenDependencies& run);
 // One mode against the golden: pass, mismatch (naming mode, sample, first differing step), or
 // not comparable. `golden` nullopt -> state "none".
 GoldenStatus check_mode(const std::optional<Golden>& golden, const RunResults& run, const ModeResult& mode);

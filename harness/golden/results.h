@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "harness/golden/run_identity.h"
 #include "common/output_files.h"
 #include "kernels/mode.h"
 #include "models/tiny_qwen/text_tokenizer.h"
@@ -39,6 +40,27 @@ struct RunFigures {
   // Chain over every engine step's schedule (request ids, positions, token counts): the same
   // seeded workload scheduled differently gives default-mode bits that cannot be compared.
   uint64_t schedule_digest = 0;
+  // Where the time went (seconds). Set-up: the model's weights and KV cache (before the run's
+  // wall clock starts). In the run: wall time inside engine steps, of which host_wait_seconds
+  // waiting for the device at host_waits points; the rest of a step is host time.
+  double setup_weights_seconds = 0;
+  double setup_kv_cache_seconds = 0;
+  double step_seconds = 0;
+  double host_wait_seconds = 0;
+  int64_t host_waits = 0;
+  // Backend time per op kind (with --profile; GPU time on CUDA), in kind order; the kind
+  // "(step span)" is the backend's time from each step's first op to its last.
+  struct OpFigure {
+    std::string kind;
+    int64_t calls = 0;
+    double seconds = 0;
+    double host_seconds = 0;  // issuing the op on the host (equal to seconds on the CPU backend)
+  };
+  std::vector<OpFigure> op_times;
+  // Host memory: resident before any model was built (the backend started), and the process's
+  // peak at the end of this mode's run.
+  int64_t host_rss_baseline_bytes = 0;
+  int64_t host_peak_rss_bytes = 0;
 };
 
 struct CompletionGroup {  // one unique completion (by tokens)
@@ -94,15 +116,7 @@ struct ModeResult {
 };
 
 struct RunResults {
-  std::string scenario_name, scenario_file;
-  uint64_t scenario_hash = 0;
-  std::string model_spec, model_description;
-  uint64_t weights_digest = 0;
-  std::string backend_id, backend_description;
-  int kernel_set_version = 0;
-  int samples = 0;
-  bool live = false;
-  int threads = 0;
+  RunIdentity identity;  // scenario, model, backend and device, engine settings, samples
   std::vector<ModeResult> modes;
 
   const ModeResult* find(Mode m) const;

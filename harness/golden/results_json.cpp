@@ -1,5 +1,7 @@
-// JSON form of RunResults (schema "samebits_results": 1). Tokens are stored per unique completion
+// JSON form of RunResults (schema "samebits_results": 2; the run's identity is the "identity"
+// object of harness/golden/run_identity.h). Tokens are stored per unique completion
 // and step digests per unique logit stream, so a run where every sample agrees stays small.
+#include <algorithm>
 #include <fstream>
 
 #include "absl/strings/str_cat.h"
@@ -11,8 +13,51 @@
 namespace samebits {
 namespace {
 
-constexpr int kResultsSchema = 1;
+constexpr int kResultsSchema = 2;
 using nlohmann::json;
+
+json timing_to_json(const RunFigures& f) {
+  json ops = json::array();
+  for (const auto& op : f.op_times) ops.push_back({{"kind", op.kind}, {"calls", op.calls}, {"seconds", op.seconds}, {"host_seconds", op.host_seconds}});
+  const double steps = double(std::max<int64_t>(f.engine_steps, 1));
+  return {{"setup_weights_seconds", f.setup_weights_seconds},
+          {"setup_kv_cache_seconds", f.setup_kv_cache_seconds},
+          {"step_seconds", f.step_seconds},
+          {"host_wait_seconds", f.host_wait_seconds},
+          {"host_waits", f.host_waits},
+          {"host_seconds_per_step", (f.step_seconds - f.host_wait_seconds) / steps},
+          {"host_waits_per_step", double(f.host_waits) / steps},
+          {"host_rss_baseline_bytes", f.host_rss_baseline_bytes},
+          {"host_peak_rss_bytes", f.host_peak_rss_bytes},
+          {"ops", std::move(ops)}};
+}
+
+// The derived per-step figures are written for readers and not read back.
+void timing_from_json(const std::string& file, JsonFields& f, RunFigures* out) {
+  const json* t = f.object("timing");
+  if (t == nullptr) return;
+  JsonFields tf(file, t, f.field("timing"));
+  tf.get("setup_weights_seconds", &out->setup_weights_seconds);
+  tf.get("setup_kv_cache_seconds", &out->setup_kv_cache_seconds);
+  tf.get("step_seconds", &out->step_seconds);
+  tf.get("host_wait_seconds", &out->host_wait_seconds);
+  tf.get("host_waits", &out->host_waits);
+  tf.get("host_rss_baseline_bytes", &out->host_rss_baseline_bytes);
+  tf.get("host_peak_rss_bytes", &out->host_peak_rss_bytes);
+  if (const json* ops = tf.array("ops")) {
+    for (size_t i = 0; i < ops->size(); ++i) {
+      JsonFields of(file, &(*ops)[i], absl::StrCat(tf.field("ops"), "[", i, "]"));
+      RunFigures::OpFigure op;
+      of.get("kind", &op.kind);
+      of.get("calls", &op.calls);
+      of.get("seconds", &op.seconds);
+      of.get("host_seconds", &op.host_seconds);
+      tf.merge(of.status());
+      out->op_times.push_back(std::move(op));
+    }
+  }
+  f.merge(tf.status());
+}
 
 json mode_to_json(const ModeResult& m) {
   json j;
@@ -33,6 +78,7 @@ json mode_to_json(const ModeResult& m) {
   j["prefix_hit_requests"] = m.figures.prefix_hit_requests;
   j["preemptions"] = m.figures.preemptions;
   j["schedule_digest"] = digest_hex(m.figures.schedule_digest);
+  j["timing"] = timing_to_json(m.figures);
   j["main_text"] = m.main_text();
   j["golden"] = {{"status", m.golden.state}, {"detail", m.golden.detail}};
   json groups = json::array();
@@ -79,6 +125,7 @@ absl::StatusOr<ModeResult> mode_from_json(const json& j, const std::string& file
   f.get("prefix_hit_requests", &m.figures.prefix_hit_requests);
   f.get("preemptions", &m.figures.preemptions);
   f.get_digest("schedule_digest", &m.figures.schedule_digest);
+  if (f.has("timing")) timing_from_json(file, f, &m.figures);  // absent in results written before it existed
   if (const json* g = f.object("golden")) {
     JsonFields gf(file, g, f.field("golden"));
     gf.get("status", &m.golden.state);
@@ -158,14 +205,7 @@ absl::StatusOr<ModeResult> mode_from_json(const json& j, const std::string& file
 json results_to_json(const RunResults& r) {
   json j;
   j["samebits_results"] = kResultsSchema;
-  j["scenario"] = {{"name", r.scenario_name}, {"file", r.scenario_file}, {"hash", digest_hex(r.scenario_hash)}};
-  j["model"] = {{"spec", r.model_spec}, {"description", r.model_description},
-                {"weights_digest", digest_hex(r.weights_digest)}};
-  j["backend"] = {{"id", r.backend_id}, {"description", r.backend_description}};
-  j["kernel_set_version"] = r.kernel_set_version;
-  j["samples"] = r.samples;
-  j["live"] = r.live;
-  j["threads"] = r.threads;
+  j["identity"] = identity_to_json(r.identity);
   j["modes"] = json::array();
   for (const auto& m : r.modes) j["modes"].push_back(mode_to_json(m));
   return j;
@@ -177,30 +217,11 @@ absl::StatusOr<RunResults> results_from_json(const json& j, const std::string& f
   int schema = 0;
   if (f.get("samebits_results", &schema) && schema != kResultsSchema)
     f.fail("samebits_results", absl::StrCat(schema, " is not a known results schema (expected ", kResultsSchema, ")"));
-  if (const json* s = f.object("scenario")) {
-    JsonFields sf(file, s, "scenario");
-    sf.get("name", &r.scenario_name);
-    sf.get("file", &r.scenario_file);
-    sf.get_digest("hash", &r.scenario_hash);
-    f.merge(sf.status());
+  if (const json* id = f.object("identity"); id && f.status().ok()) {
+    auto identity = identity_from_json(*id, file, "identity");
+    if (!identity.ok()) return identity.status();
+    r.identity = std::move(*identity);
   }
-  if (const json* m = f.object("model")) {
-    JsonFields mf(file, m, "model");
-    mf.get("spec", &r.model_spec);
-    mf.get("description", &r.model_description);
-    mf.get_digest("weights_digest", &r.weights_digest);
-    f.merge(mf.status());
-  }
-  if (const json* b = f.object("backend")) {
-    JsonFields bf(file, b, "backend");
-    bf.get("id", &r.backend_id);
-    bf.get("description", &r.backend_description);
-    f.merge(bf.status());
-  }
-  f.get("kernel_set_version", &r.kernel_set_version);
-  f.get("samples", &r.samples);
-  f.get("live", &r.live);
-  f.get("threads", &r.threads);
   if (const json* modes = f.array("modes")) {
     for (size_t i = 0; i < modes->size() && f.status().ok(); ++i) {
       auto m = mode_from_json((*modes)[i], file, absl::StrCat("modes[", i, "]"));

@@ -62,9 +62,9 @@ std::string format_junit(const RunResults& r) {
   out += absl::StrFormat("<testsuites name=\"samebits\" tests=\"%d\" failures=\"%d\" skipped=\"%d\" time=\"%.3f\">\n",
                          cases.size(), failures, skipped, total_time);
   out += absl::StrFormat("  <testsuite name=\"%s.%s\" tests=\"%d\" failures=\"%d\" skipped=\"%d\" time=\"%.3f\">\n",
-                         xml(r.scenario_name), xml(r.backend_id), cases.size(), failures, skipped, total_time);
+                         xml(r.identity.scenario.name), xml(r.identity.backend.id), cases.size(), failures, skipped, total_time);
   for (const auto& c : cases) {
-    out += absl::StrFormat("    <testcase classname=\"%s\" name=\"%s\" time=\"%.3f\"", xml(r.scenario_name), xml(c.name), c.time);
+    out += absl::StrFormat("    <testcase classname=\"%s\" name=\"%s\" time=\"%.3f\"", xml(r.identity.scenario.name), xml(c.name), c.time);
     if (!c.failure.empty()) {
       out += absl::StrFormat(">\n      <failure message=\"%s\"/>\n    </testcase>\n", xml(c.failure));
     } else if (!c.skipped.empty()) {

@@ -15,13 +15,14 @@ std::string position(int p) { return p < 0 ? "-" : absl::StrCat(p); }
 
 }  // namespace
 
-std::string format_markdown(const RunResults& r) {
+std::string format_markdown(const RunResults& r, const ExplainReport* explained) {
   bool all_pass = true;
   for (const auto& m : r.modes) all_pass = all_pass && mode_passes(m);
-  std::string out = absl::StrFormat("# samebits: %s %s\n\n", r.scenario_name, all_pass ? "passed" : "FAILED");
-  out += absl::StrFormat("%d samples, backend `%s` (%s), model `%s` (weights %s), kernel set v%d%s.\n\n", r.samples,
-                         r.backend_id, cell(r.backend_description), r.model_spec, digest_hex(r.weights_digest),
-                         r.kernel_set_version, r.live ? ", live schedule" : ", seeded schedule");
+  std::string out = absl::StrFormat("# samebits: %s %s\n\n", r.identity.scenario.name, all_pass ? "passed" : "FAILED");
+  out += absl::StrFormat("%d samples, backend `%s` (%s), model `%s` (weights %s), kernel set v%d%s.\n\n", r.identity.samples,
+                         r.identity.backend.id, cell(r.identity.backend.description), r.identity.model.spec,
+                         digest_hex(r.identity.model.weights_digest), r.identity.backend.kernel_set_version,
+                         r.identity.live ? ", live schedule" : ", seeded schedule");
   out += "| mode | unique completions | unique logit streams | first token divergence | first logit divergence | golden | tokens/s | wall s |\n";
   out += "|---|---:|---:|---:|---:|---|---:|---:|\n";
   for (const ModeResult& m : r.modes) {
@@ -42,6 +43,12 @@ std::string format_markdown(const RunResults& r) {
                              cell(g.text_main), cell(g.text_this));
     }
     if (m.groups.size() > 21) out += absl::StrFormat("\n%d more completions not shown.\n", int(m.groups.size()) - 21);
+    if (m.groups.size() > 1) out += "\nFork tree:\n\n```\n" + absl::StrReplaceAll(format_fork_tree(m), {{"`", "'"}}) + "```\n";
+    const ModeExplanation* why = explained ? explained->find(m.mode) : nullptr;
+    if (why && !why->items.empty()) {
+      out += "\nWhy did it fork (`samebits explain`):\n\n";
+      for (const Explanation& e : why->items) out += "- " + cell(explain_line(e)) + "\n";
+    }
   }
   return out;
 }

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <string>
 
+#include "harness/explain/explanation.h"
 #include "harness/golden/results.h"
 
 namespace samebits {
@@ -12,7 +13,29 @@ namespace samebits {
 // Mode, unique completions, unique logit streams, first token divergence, first logit divergence,
 // golden status, tokens/s; then, per mode, the most common completions with their fork.
 std::string format_table(const RunResults& results, int max_forks_shown = 5);
-std::string format_markdown(const RunResults& results);
+// With `explained`, the Markdown gains each explanation's line and the HTML its explain table.
+std::string format_markdown(const RunResults& results, const ExplainReport* explained = nullptr);
+// One self-contained HTML page (inline CSS and SVG, no script needed, nothing fetched): per mode the
+// counts and golden status, the fork tree, the histogram of first logit divergences, the explain
+// table, the run identity.
+std::string format_html(const RunResults& results, const ExplainReport* explained = nullptr);
+
+// The completions of a mode as a tree: shared prefixes, where they split and how many samples
+// take each branch. One node per branch; children ordered by count (desc).
+struct ForkNode {
+  int begin = 0, end = 0;  // tokens [begin, end) of this branch (end: where it splits again or ends)
+  int count = 0;           // samples on this branch
+  int completion = 0;      // a completion (index into groups) that follows this branch
+  bool main = false;       // the main completion follows it
+  std::vector<ForkNode> children;
+};
+ForkNode fork_tree(const ModeResult& mode);
+// Text of tokens[begin, end) for the fork tree and the explain output. The results carry whole
+// texts but not the tokenizer, so ranges are decoded as bytes: exact for the built-in byte-level
+// checkpoint; for a BPE checkpoint only the byte-valued ids show.
+std::string report_text(const std::vector<int32_t>& tokens, size_t begin, size_t end);
+// The tree as indented text lines, text around each split shortened to `context` characters.
+std::string format_fork_tree(const ModeResult& mode, int context = 32);
 std::string format_junit(const RunResults& results);
 
 // Whether a mode passes its gate: invariant mode must give one completion and one logit stream;

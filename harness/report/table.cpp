@@ -1,3 +1,5 @@
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_replace.h"
@@ -22,11 +24,52 @@ std::string one_line(std::string text) {
 
 std::string golden_word(const GoldenStatus& g) { return g.state == "mismatch" ? "MISMATCH" : g.state; }
 
+// Where the time went, per mode: set-up, steps (host vs waiting), and with --profile the backend
+// time per op kind, largest first (by the first mode that has it).
+std::string format_timing(const RunResults& r) {
+  std::string out = "\ntiming:\n";
+  for (const ModeResult& m : r.modes) {
+    const RunFigures& f = m.figures;
+    const double steps = double(std::max<int64_t>(f.engine_steps, 1));
+    out += absl::StrFormat(
+        "  %-9s set-up: weights %.2f s, KV cache %.2f s | run %.2f s, %d steps: host %.2f ms/step, %.1f device waits/step "
+        "(%.2f s waiting) | host RSS %.2f GB (%.2f GB before the model, peak %.2f GB)\n",
+        mode_name(m.mode), f.setup_weights_seconds, f.setup_kv_cache_seconds, f.wall_seconds, f.engine_steps,
+        1e3 * (f.step_seconds - f.host_wait_seconds) / steps, double(f.host_waits) / steps, f.host_wait_seconds,
+        double(f.host_peak_rss_bytes - f.host_rss_baseline_bytes) / 1e9, double(f.host_rss_baseline_bytes) / 1e9,
+        double(f.host_peak_rss_bytes) / 1e9);
+  }
+  std::vector<std::string> kinds;
+  for (const ModeResult& m : r.modes) {
+    std::vector<RunFigures::OpFigure> ops = m.figures.op_times;
+    std::stable_sort(ops.begin(), ops.end(), [](const auto& a, const auto& b) { return a.seconds > b.seconds; });
+    for (const auto& op : ops)
+      if (std::find(kinds.begin(), kinds.end(), op.kind) == kinds.end()) kinds.push_back(op.kind);
+  }
+  if (kinds.empty()) return out;
+  out += absl::StrFormat("  time per op kind, seconds: backend | host issuing it (calls)\n  %-36s", "kind");
+  for (const ModeResult& m : r.modes) out += absl::StrFormat(" %29s", mode_name(m.mode));
+  out += "\n";
+  for (const std::string& kind : kinds) {
+    out += absl::StrFormat("  %-36s", kind);
+    for (const ModeResult& m : r.modes) {
+      auto it = std::find_if(m.figures.op_times.begin(), m.figures.op_times.end(),
+                             [&](const auto& op) { return op.kind == kind; });
+      out += it == m.figures.op_times.end()
+                 ? absl::StrFormat(" %29s", "-")
+                 : absl::StrFormat(" %9.3f | %7.3f (%7d)", it->seconds, it->host_seconds, it->calls);
+    }
+    out += "\n";
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string format_table(const RunResults& r, int max_forks_shown) {
-  std::string out = absl::StrFormat("samebits run: %s, %d samples, backend %s, model %s%s\n", r.scenario_name,
-                                    r.samples, r.backend_id, r.model_spec, r.live ? ", live" : "");
+  std::string out = absl::StrFormat("samebits run: %s, %d samples, backend %s, model %s%s\n", r.identity.scenario.name,
+                                    r.identity.samples, r.identity.backend.id, r.identity.model.spec,
+                                    r.identity.live ? ", live" : "");
   out += absl::StrFormat("%-10s %8s %8s %10s %10s %-15s %11s %8s\n", "mode", "unique", "unique", "1st token",
                          "1st logit", "golden", "tokens/s", "wall s");
   out += absl::StrFormat("%-10s %8s %8s %10s %10s %-15s %11s %8s\n", "", "compl.", "logits", "diverg.",
@@ -53,6 +96,7 @@ std::string format_table(const RunResults& r, int max_forks_shown) {
     if (int(m.groups.size()) > max_forks_shown + 1)
       out += absl::StrFormat("  ... %d more completions\n", int(m.groups.size()) - 1 - max_forks_shown);
   }
+  if (!r.modes.empty() && (r.modes[0].figures.engine_steps > 0)) out += format_timing(r);
   if (!r.modes.empty() && !r.modes[0].groups.empty())
     out += "\nmain completion (" + std::string(mode_name(r.modes[0].mode)) + "): \"" + one_line(r.modes[0].main_text()) + "\"\n";
   return out;

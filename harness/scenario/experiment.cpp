@@ -62,20 +62,21 @@ absl::Status run_client_mode(Experiment& e, const ExperimentOptions& o) {
   auto run = client::run_against_target(e.scenario, e.workload, mode, &texts, &figures, report_samples);
   if (o.progress) o.progress({mode, run.ok() ? e.workload.samples : 0, e.workload.samples, true});
   if (!run.ok()) return absl::Status(run.status().code(), absl::StrCat(t.url, ": ", run.status().message()));
+  RunIdentity& id = e.results.identity;
+  id = RunIdentity{};
+  id.scenario = {e.scenario.name, e.scenario.file, e.scenario.file_hash, target_requests_hash(e.scenario)};
+  id.model = {t.model, info->card, info->is_samebits ? info->weights_digest : info->card_digest};
+  id.backend.name = "http";
+  id.backend.id = e.backend_id;
+  id.backend.description =
+      absl::StrCat(t.api, " API at ", t.url, info->is_samebits ? " (samebits serve, " + info->backend_id + ")" : "",
+                   figures.samebits_digests ? "; digests over token ids and fp32 logits"
+                                            : "; digests over returned tokens and logprobs");
+  id.backend.kernel_set_version = info->kernel_set_version;
+  id.engine = e.scenario.engine;  // the server's own settings are its business; these shaped the traffic
+  id.live = true;
+  id.samples = e.workload.samples;
   RunResults& r = e.results;
-  r.scenario_name = e.scenario.name;
-  r.scenario_file = e.scenario.file;
-  r.scenario_hash = e.scenario.file_hash;
-  r.model_spec = t.model;
-  r.model_description = info->card;
-  r.weights_digest = info->is_samebits ? info->weights_digest : info->card_digest;
-  r.backend_id = e.backend_id;
-  r.backend_description = absl::StrCat(t.api, " API at ", t.url, info->is_samebits ? " (samebits serve, " + info->backend_id + ")" : "",
-                                       figures.samebits_digests ? "; digests over token ids and fp32 logits"
-                                                                : "; digests over returned tokens and logprobs");
-  r.kernel_set_version = info->kernel_set_version;
-  r.samples = e.workload.samples;
-  r.live = true;
   r.modes.push_back(analyze_mode(mode, run->targets, run->figures, texts));
   e.runs.push_back(std::move(*run));
   return absl::OkStatus();
@@ -83,22 +84,10 @@ absl::Status run_client_mode(Experiment& e, const ExperimentOptions& o) {
 
 }  // namespace
 
-RunResults make_results(const Scenario& sc, const ModelSource& model, const Backend& backend, int samples,
-                        int threads, bool live, std::vector<ModeRun>& runs) {
+RunResults make_results(const RunIdentity& identity, const TextTokenizer& tokenizer, std::vector<ModeRun>& runs) {
   RunResults r;
-  r.scenario_name = sc.name;
-  r.scenario_file = sc.file;
-  r.scenario_hash = sc.file_hash;
-  r.model_spec = sc.model;
-  r.model_description = model.description;
-  r.weights_digest = model.weights_digest;
-  r.backend_id = backend.id;
-  r.backend_description = backend.description;
-  r.kernel_set_version = kKernelSetVersion;
-  r.samples = samples;
-  r.live = live;
-  r.threads = threads;
-  for (ModeRun& run : runs) r.modes.push_back(analyze_mode(run.mode, run.targets, run.figures, *model.tokenizer));
+  r.identity = identity;
+  for (ModeRun& run : runs) r.modes.push_back(analyze_mode(run.mode, run.targets, run.figures, tokenizer));
   return r;
 }
 
@@ -120,6 +109,7 @@ absl::StatusOr<Experiment> run_experiment(const std::string& path, const Experim
   std::string why;
   e.backend = find_backend(e.scenario.backend, &why);
   if (!e.backend) return absl::FailedPreconditionError(absl::StrCat("backend ", e.scenario.backend, ": ", why));
+  const int64_t rss_baseline = host_rss_bytes().current;  // the backend (CUDA context) started, no model yet
   auto model = resolve_model(e.scenario.model);
   if (!model.ok()) return model.status();
   e.model = std::move(*model);
@@ -134,17 +124,21 @@ absl::StatusOr<Experiment> run_experiment(const std::string& path, const Experim
       report_samples = [&](int done, int total) { o.progress({mode, done, total, false}); };
     }
     RunSetup setup{&e.scenario, &e.model, e.backend, o.threads, o.keep_records || o.live, report_samples};
+    setup.profile = o.profile;
+    setup.rss_baseline_bytes = rss_baseline;
     auto run = o.live ? run_live(setup, e.workload, mode) : run_simulated(setup, e.workload, mode);
     if (o.progress) o.progress({mode, run.ok() ? e.workload.samples : 0, e.workload.samples, true});
     if (!run.ok()) return absl::Status(run.status().code(), absl::StrCat(std::string(mode_name(mode)), " mode: ", run.status().message()));
     e.runs.push_back(std::move(*run));
   }
-  e.results = make_results(e.scenario, e.model, *e.backend, e.workload.samples, o.threads, o.live, e.runs);
+  e.results = make_results(make_run_identity(e.scenario, e.model.description, e.model.weights_digest, *e.backend,
+                                             e.workload.samples, o.threads, o.live),
+                           *e.model.tokenizer, e.runs);
   return e;
 }
 
 Trace Experiment::trace() const {
-  Trace t = make_trace(scenario, workload, model, *backend, results.threads, results.live);
+  Trace t = make_trace(results.identity, workload);
   for (const ModeRun& run : runs) t.runs.push_back(trace_run_of(run));
   return t;
 }

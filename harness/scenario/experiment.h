@@ -40,6 +40,7 @@ struct ExperimentOptions {
   bool in_process = false;  // ignore the scenario's target: run the built-in engine
   std::string target_url;   // client mode: overrides target.url (or adds a target, with target_model)
   std::string target_model;
+  bool profile = false;       // per-op timing (RunFigures::op_times)
 };
 
 struct Experiment {
@@ -66,7 +67,6 @@ absl::StatusOr<std::string> scenario_backend_id(const Scenario& scenario);
 std::string default_golden_dir(const std::string& scenario_path);
 
 // RunResults from mode runs (also used by replay).
-RunResults make_results(const Scenario& scenario, const ModelSource& model, const Backend& backend,
-                        int samples, int threads, bool live, std::vector<ModeRun>& runs);
+RunResults make_results(const RunIdentity& identity, const TextTokenizer& tokenizer, std::vector<ModeRun>& runs);
 
 }  // namespace samebits

@@ -68,7 +68,8 @@ absl::StatusOr<ModeRun> run_live(const RunSetup& setup, const Workload& workload
   using namespace runner_detail;
   if (absl::Status s = check_fits(setup, workload); !s.ok()) return s;
   const Scenario& sc = *setup.scenario;
-  const EngineConfig config = engine_config(sc, setup.num_threads, mode);
+  EngineConfig config = engine_config(sc, setup.num_threads, mode);
+  config.profile = setup.profile;
   auto session_or = open_session(*setup.model, *setup.backend, config, workload.arrivals, workload.samples);
   if (!session_or.ok()) return session_or.status();
   Session& session = **session_or;
@@ -133,18 +134,20 @@ bool same_schedule(const StepRecord& a, const StepRecord& b) {
 }  // namespace
 
 absl::StatusOr<ModeRun> replay_run(const Trace& trace, const TraceRun& run, const ModelSource& model,
-                                   const Backend& backend) {
+                                   const Backend& backend, const ReplayHooks* hooks) {
   using namespace runner_detail;
-  if (model.weights_digest != trace.weights_digest)
+  const RunIdentity& recorded = trace.identity;
+  if (model.weights_digest != recorded.model.weights_digest)
     return absl::InvalidArgumentError("the model's weights digest " + digest_hex(model.weights_digest) +
-                                      " differs from the trace's " + digest_hex(trace.weights_digest));
+                                      " differs from the trace's " + digest_hex(recorded.model.weights_digest));
   Scenario sc;
-  sc.engine = trace.engine;
-  const EngineConfig config = engine_config(sc, trace.threads, run.mode);
-  auto session_or = open_session(model, backend, config, trace.requests, trace.samples);
+  sc.engine = recorded.engine;
+  const EngineConfig config = engine_config(sc, recorded.threads, run.mode);
+  auto session_or = open_session(model, backend, config, trace.requests, recorded.samples);
   if (!session_or.ok()) return session_or.status();
   Session& session = **session_or;
   Engine& engine = *session.engine;
+  if (hooks && hooks->op_observer) session.model->set_op_observer(hooks->op_observer);
 
   ModeRun out;
   out.mode = run.mode;
@@ -166,10 +169,12 @@ absl::StatusOr<ModeRun> replay_run(const Trace& trace, const TraceRun& run, cons
   };
   for (size_t k = 0; k < run.records.size(); ++k) {
     if (absl::Status s = submit_until(int64_t(k)); !s.ok()) return s;
+    if (hooks && hooks->before_step) hooks->before_step(k, run.records[k]);
     if (absl::Status s = run_step(session, &run.records[k], &out, /*keep_records=*/true); !s.ok())
       return absl::Status(s.code(), absl::StrCat("replay of step ", k, ": ", s.message()));
     if (!same_schedule(out.records.back(), run.records[k]))
       return absl::InternalError(absl::StrCat("replay of step ", k, " ran a different schedule than the trace records"));
+    if (hooks && hooks->stop_after && hooks->stop_after(k)) return out;
   }
   if (absl::Status s = submit_until(INT64_MAX); !s.ok()) return s;
   if (engine.has_unfinished()) return absl::InvalidArgumentError("the trace ends while requests are still running");

@@ -13,8 +13,16 @@ namespace samebits {
 
 absl::StatusOr<ModeRun> run_live(const RunSetup& setup, const Workload& workload, Mode mode);
 
+// Optional hooks into a replay (explain uses them to watch a few requests' rows op by op).
+struct ReplayHooks {
+  OpObserver op_observer;                                         // set on the model
+  std::function<void(size_t step, const StepRecord&)> before_step;  // before recorded step `step` runs
+  std::function<bool(size_t step)> stop_after;  // true: end the replay after that step; the ModeRun
+                                                // then holds only what finished so far, unchecked
+};
+
 // Replays one run of the trace. `model` must have the trace's weights digest.
 absl::StatusOr<ModeRun> replay_run(const Trace& trace, const TraceRun& run, const ModelSource& model,
-                                   const Backend& backend);
+                                   const Backend& backend, const ReplayHooks* hooks = nullptr);
 
 }  // namespace samebits

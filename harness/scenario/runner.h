@@ -43,7 +43,16 @@ struct RunSetup {
   bool keep_records = false;  // keep StepRecords (for traces)
   // Called now and then with (target samples finished, total).
   std::function<void(int, int)> progress;
+  bool profile = false;            // per-op timing (EngineConfig::profile)
+  int64_t rss_baseline_bytes = 0;  // host RSS before any model: RunFigures::host_rss_baseline_bytes
 };
+
+// Host memory of this process (from /proc/self/status; 0 where unavailable).
+struct HostRss {
+  int64_t current = 0;  // VmRSS
+  int64_t peak = 0;     // VmHWM
+};
+HostRss host_rss_bytes();
 
 // Checks that every request of the workload fits the model and the KV cache, naming the field.
 absl::Status check_fits(const RunSetup& setup, const Workload& workload);
@@ -66,11 +75,13 @@ struct Session {
   int64_t stalled_steps = 0;
   std::string observer_error;  // first inconsistency the observer saw
   uint64_t schedule_digest = 0;
+  SetupTimes setup;
 };
 absl::StatusOr<std::unique_ptr<Session>> open_session(const ModelSource& model, const Backend& backend,
                                                       const EngineConfig& config,
                                                       const std::vector<Arrival>& arrivals, int samples);
-// The KV cache a session may allocate (docs/THREAT_MODEL.md: bounded memory), counted as fp32.
+// The KV cache a session may allocate in host memory (the CPU backend; docs/THREAT_MODEL.md:
+// bounded memory), counted as fp32. A GPU's cache is bounded by the device's memory.
 inline constexpr int64_t kMaxKvCacheBytes = int64_t(16) << 30;
 // Collects finished requests; an error naming the request and the engine's reason when any
 // request (target or background) was rejected, or when a target's tokens disagree with what the

@@ -181,6 +181,7 @@ absl::StatusOr<Scenario> parse_scenario(std::string_view text, const std::string
     for (const auto& m : modes) s.modes.push_back(*parse_mode(m));
   }
   top.read_choice("backend", &s.backend, {"cpu", "cuda"});
+  top.read_bool("expect_default_divergence", &s.expect_default_divergence);
   if (absl::Status st = top.finish(); !st.ok()) return st;
   return s;
 }

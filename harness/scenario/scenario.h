@@ -101,6 +101,10 @@ struct Scenario {
   std::string backend = "cpu";
   LiveSettings live;
   std::optional<TargetSettings> target;
+  // Default mode must show divergence (more than one logit stream): when it does not, the harness
+  // has lost its sight, and `golden check` fails and `golden update` refuses. A scenario too small
+  // to diverge says false.
+  bool expect_default_divergence = true;
 };
 
 absl::StatusOr<Scenario> load_scenario(const std::string& path);

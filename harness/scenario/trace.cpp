@@ -11,21 +11,9 @@ namespace samebits {
 
 using nlohmann::json;
 
-Trace make_trace(const Scenario& sc, const Workload& w, const ModelSource& model, const Backend& backend,
-                 int threads, bool live) {
+Trace make_trace(const RunIdentity& identity, const Workload& w) {
   Trace t;
-  t.scenario_name = sc.name;
-  t.scenario_file = sc.file;
-  t.scenario_hash = sc.file_hash;
-  t.model_spec = sc.model;
-  t.weights_digest = model.weights_digest;
-  t.backend = sc.backend;
-  t.backend_id = backend.id;
-  t.kernel_set_version = kKernelSetVersion;
-  t.engine = sc.engine;
-  t.threads = threads;
-  t.live = live;
-  t.samples = w.samples;
+  t.identity = identity;
   t.requests = w.arrivals;
   return t;
 }
@@ -97,17 +85,7 @@ std::string record_from_json(const json& j, int64_t index, StepRecord* r) {
 json trace_to_json(const Trace& t) {
   json j;
   j["samebits_trace"] = kTraceVersion;
-  j["scenario"] = {{"name", t.scenario_name}, {"file", t.scenario_file}, {"hash", digest_hex(t.scenario_hash)}};
-  j["model"] = {{"spec", t.model_spec}, {"weights_digest", digest_hex(t.weights_digest)}};
-  j["backend"] = {{"name", t.backend}, {"id", t.backend_id}};
-  j["kernel_set_version"] = t.kernel_set_version;
-  j["engine"] = {{"block_size", t.engine.block_size}, {"kv_blocks", t.engine.kv_blocks},
-                 {"max_tokens_per_step", t.engine.max_tokens_per_step}, {"max_seqs", t.engine.max_seqs},
-                 {"max_chunk", t.engine.max_chunk}, {"prefix_cache", t.engine.prefix_cache},
-                 {"parallel_units", t.engine.parallel_units}};
-  j["threads"] = t.threads;
-  j["live"] = t.live;
-  j["samples"] = t.samples;
+  j["identity"] = identity_to_json(t.identity);
   json requests = json::array();
   for (const Arrival& a : t.requests) {
     const RequestSpec& s = a.spec;
@@ -136,52 +114,12 @@ absl::StatusOr<Trace> trace_from_json(const json& j, const std::string& file) {
   int version = 0;
   if (f.get("samebits_trace", &version) && version != kTraceVersion)
     f.fail("samebits_trace", absl::StrCat(version, " is not a known trace version (expected ", kTraceVersion, ")"));
-  if (const json* s = f.object("scenario")) {
-    JsonFields sf(file, s, "scenario");
-    sf.get("name", &t.scenario_name);
-    sf.get("file", &t.scenario_file);
-    sf.get_digest("hash", &t.scenario_hash);
-    f.merge(sf.status());
+  if (const json* id = f.object("identity"); id && f.status().ok()) {
+    auto identity = identity_from_json(*id, file, "identity");
+    if (!identity.ok()) return identity.status();
+    t.identity = std::move(*identity);
   }
-  if (const json* m = f.object("model")) {
-    JsonFields mf(file, m, "model");
-    mf.get("spec", &t.model_spec);
-    mf.get_digest("weights_digest", &t.weights_digest);
-    f.merge(mf.status());
-  }
-  if (const json* b = f.object("backend")) {
-    JsonFields bf(file, b, "backend");
-    bf.get("name", &t.backend);
-    bf.get("id", &t.backend_id);
-    f.merge(bf.status());
-  }
-  f.get("kernel_set_version", &t.kernel_set_version);
-  if (const json* e = f.object("engine")) {
-    JsonFields ef(file, e, "engine");
-    ef.get("block_size", &t.engine.block_size);
-    ef.get("kv_blocks", &t.engine.kv_blocks);
-    ef.get("max_tokens_per_step", &t.engine.max_tokens_per_step);
-    ef.get("max_seqs", &t.engine.max_seqs);
-    ef.get("max_chunk", &t.engine.max_chunk);
-    ef.get("prefix_cache", &t.engine.prefix_cache);
-    ef.get("parallel_units", &t.engine.parallel_units);
-    // The same bounds as a scenario's engine block.
-    auto bound = [&](const char* key, int value, int max) {
-      if (ef.status().ok() && value > max) ef.fail(key, absl::StrCat(value, " is over ", max));
-    };
-    bound("block_size", t.engine.block_size, 4096);
-    bound("kv_blocks", t.engine.kv_blocks, 1 << 24);
-    bound("max_tokens_per_step", t.engine.max_tokens_per_step, 1 << 20);
-    bound("max_seqs", t.engine.max_seqs, 1 << 16);
-    bound("max_chunk", t.engine.max_chunk, 1 << 20);
-    bound("parallel_units", t.engine.parallel_units, 1 << 16);
-    f.merge(ef.status());
-  }
-  if (f.get("threads", &t.threads) && (t.threads < 0 || t.threads > kMaxTraceThreads))
-    f.fail("threads", absl::StrCat(t.threads, " is not in [0, ", kMaxTraceThreads, "]"));
-  f.get("live", &t.live);
-  if (f.get("samples", &t.samples) && (t.samples < 1 || t.samples > kMaxTraceSamples))
-    f.fail("samples", absl::StrCat(t.samples, " is not in [1, ", kMaxTraceSamples, "]"));
+  const int samples = t.identity.samples;
   std::set<uint64_t> ids;
   std::set<int> target_samples;
   if (const json* requests = f.array("requests")) {
@@ -213,7 +151,7 @@ absl::StatusOr<Trace> trace_from_json(const json& j, const std::string& file) {
         a.spec.sampling.seed = uint64_t(seed);
         rf.merge(sf.status());
       }
-      if (rf.status().ok() && (a.sample < -1 || a.sample >= t.samples))
+      if (rf.status().ok() && (a.sample < -1 || a.sample >= samples))
         rf.fail("sample", absl::StrCat(a.sample, " is not a sample index"));
       if (rf.status().ok() && a.sample >= 0 && !target_samples.insert(a.sample).second)
         rf.fail("sample", absl::StrCat(a.sample, " is the target of an earlier request"));
@@ -259,7 +197,7 @@ absl::StatusOr<Trace> trace_from_json(const json& j, const std::string& file) {
       std::string digests;
       if (rf.get("digests", &digests)) {
         auto list = parse_digest_list_hex(digests);
-        if (!list || int(list->size()) != t.samples) rf.fail("digests", absl::StrCat("is not a list of ", t.samples, " digests"));
+        if (!list || int(list->size()) != samples) rf.fail("digests", absl::StrCat("is not a list of ", samples, " digests"));
         else r.digests = std::move(*list);
       }
       f.merge(rf.status());

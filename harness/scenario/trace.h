@@ -1,5 +1,5 @@
 // A trace file (JSON) holds the schedule a run actually used, enough to reproduce it exactly:
-// the model (spec + weights digest), backend, engine settings, every request (prompt tokens,
+// the run's identity (model spec + weights digest, backend, engine settings), every request (prompt tokens,
 // sampling, lengths), and per mode the engine step at which each request was submitted, every
 // engine step's record, and the digest each target sample produced.
 #pragma once
@@ -16,9 +16,7 @@
 
 namespace samebits {
 
-inline constexpr int kTraceVersion = 1;
-inline constexpr int kMaxTraceSamples = 100000;  // as a scenario's samples
-inline constexpr int kMaxTraceThreads = 1024;
+inline constexpr int kTraceVersion = 2;
 
 struct TraceRun {
   Mode mode = Mode::kInvariant;
@@ -28,23 +26,12 @@ struct TraceRun {
 };
 
 struct Trace {
-  std::string scenario_name, scenario_file;
-  uint64_t scenario_hash = 0;
-  std::string model_spec;
-  uint64_t weights_digest = 0;
-  std::string backend;     // name for find_backend: cpu | cuda
-  std::string backend_id;  // the backend's id when recorded
-  int kernel_set_version = 0;
-  EngineSettings engine;
-  int threads = 0;
-  bool live = false;
-  int samples = 0;
+  RunIdentity identity;  // the recorded run's (harness/golden/run_identity.h)
   std::vector<Arrival> requests;
   std::vector<TraceRun> runs;
 };
 
-Trace make_trace(const Scenario& scenario, const Workload& workload, const ModelSource& model,
-                 const Backend& backend, int threads, bool live);
+Trace make_trace(const RunIdentity& identity, const Workload& workload);
 TraceRun trace_run_of(const ModeRun& run);
 
 nlohmann::json trace_to_json(const Trace& trace);

@@ -16,6 +16,8 @@
 // Threads (OpenMP, ctx.num_threads) partition (token, kv head) items, each computing the q heads of
 // that GQA group from shared K/V reads; no reduction is ever split across threads, so both modes
 // give the same bits for any thread count.
+// The exps of a range's keys are computed together by cpu::fixed_expf_array (AVX2/AVX-512 where
+// the CPU has them; bitwise fixed_expf), then added key by key in key order.
 #include <algorithm>
 #include <string>
 #include <vector>
@@ -23,6 +25,7 @@
 #include "kernels/attention_host.h"
 #include "kernels/attention_math.h"
 #include "kernels/cpu/cpu_ops.h"
+#include "kernels/cpu/exp_simd.h"
 #include "kernels/cpu/lanes.h"
 #include "kernels/cpu/threading.h"
 #include "kernels/fixed_math.h"
@@ -32,7 +35,7 @@ namespace {
 
 // Per-thread buffers, grown as needed.
 struct Scratch {
-  std::vector<float> q, scores, m, l, acc, o;
+  std::vector<float> q, scores, exps, m, l, acc, o;
   std::vector<const bf16*> k_rows, v_rows;
   std::vector<AttentionKeyRange> sources;
 };
@@ -111,7 +114,10 @@ void attend_group(const AttentionArgs& a, int s, int64_t t, int kv_head, Scratch
       sc.k_rows.resize(len);
       sc.v_rows.resize(len);
     }
-    if (int64_t(sc.scores.size()) < group * len) sc.scores.resize(size_t(group * len));
+    if (int64_t(sc.scores.size()) < group * len) {
+      sc.scores.resize(size_t(group * len));
+      sc.exps.resize(size_t(group * len));
+    }
     rows.gather(src, sc.k_rows.data(), sc.v_rows.data());
     constexpr int kAhead = 4;  // rows prefetched ahead: paged rows defeat the stride prefetcher
     for (int64_t j = 0; j < len; ++j) {
@@ -127,13 +133,16 @@ void attend_group(const AttentionArgs& a, int s, int64_t t, int kv_head, Scratch
         const size_t at = size_t(g0 + g) * n + i;
         state[g] = attention_partial_begin(attention_scores_max(&sc.scores[(g0 + g) * len], len),
                                            &sc.acc[at * hd], hd);
+        // e_j = fixed_expf(s_j - m) for the whole range at once (vectorised; same bits).
+        float* e = &sc.exps[(g0 + g) * len];
+        for (int64_t j = 0; j < len; ++j) e[j] = sc.scores[(g0 + g) * len + j] - state[g].m;
+        cpu::fixed_expf_array(e, e, len);
       }
       for (int64_t j = 0; j < len; ++j) {
         if (j + kAhead < len) prefetch_row(sc.v_rows[j + kAhead], hd);
         for (int g = 0; g < gn; ++g) {
           const size_t at = size_t(g0 + g) * n + i;
-          attention_partial_add_key(state[g], sc.scores[(g0 + g) * len + j], sc.v_rows[j], &sc.acc[at * hd],
-                                    hd, FixedExp{});
+          attention_partial_add_exp(state[g], sc.exps[(g0 + g) * len + j], sc.v_rows[j], &sc.acc[at * hd], hd);
         }
       }
       for (int g = 0; g < gn; ++g) {

@@ -4,7 +4,7 @@
 // portable path's. No FMA: the portable path rounds the product and the sum separately.
 #include "kernels/cpu/linear_simd.h"
 
-#if defined(__x86_64__) && defined(__GNUC__)
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 #include <immintrin.h>
 
 #include <cstring>

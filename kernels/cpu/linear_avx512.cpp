@@ -3,7 +3,7 @@
 // scalar tree's order. See kernels/cpu/linear_simd.h for why the bits equal the portable path's.
 #include "kernels/cpu/linear_simd.h"
 
-#if defined(__x86_64__) && defined(__GNUC__)
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 #include <immintrin.h>
 
 #pragma GCC push_options

@@ -1,13 +1,17 @@
 // The CUDA backend's table: device memory through cudaMalloc, synchronous copies, one function per
 // op (kernels/cuda/cuda_ops.h), and the shared plumbing of kernels/cuda/cuda_common.h. The id is
 // "cuda-sm<major><minor>" from the device's compute capability, so goldens are keyed per GPU
-// generation. The table exists only when a device answers; otherwise cuda_backend() is nullptr and
+// generation; the device fields (name, SM count, CUDA runtime and cuBLASLt versions) are read here
+// and enter the run identity of default-mode goldens. The table exists only when a device answers; otherwise cuda_backend() is nullptr and
 // says why.
+#include <atomic>
+#include <chrono>
 #include <mutex>
 #include <string>
 
 #include "absl/strings/str_cat.h"
 #include "kernels/backend.h"
+#include "kernels/cuda/cublaslt_matmul.h"
 #include "kernels/cuda/cuda_common.h"
 #include "kernels/cuda/cuda_ops.h"
 
@@ -23,6 +27,8 @@ struct Runtime {
   std::mutex scratch_mutex;
   void* scratch[2] = {nullptr, nullptr};
   size_t scratch_bytes[2] = {0, 0};
+  std::atomic<int64_t> host_waits{0};
+  std::atomic<int64_t> host_wait_ns{0};
 };
 
 Runtime& runtime() {
@@ -71,8 +77,7 @@ absl::Status cuda_upload(void* dst, const void* src, size_t bytes) {
   if (dst == nullptr || src == nullptr) {
     return absl::InvalidArgumentError(absl::StrCat("cuda upload: null pointer for ", bytes, " bytes"));
   }
-  SAMEBITS_CUDA_TRY(cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice));
-  return absl::OkStatus();
+  return blocking_copy(dst, src, bytes, cudaMemcpyHostToDevice);
 }
 
 absl::Status cuda_download(void* dst, const void* src, size_t bytes) {
@@ -80,13 +85,22 @@ absl::Status cuda_download(void* dst, const void* src, size_t bytes) {
   if (dst == nullptr || src == nullptr) {
     return absl::InvalidArgumentError(absl::StrCat("cuda download: null pointer for ", bytes, " bytes"));
   }
-  SAMEBITS_CUDA_TRY(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToHost));
+  SAMEBITS_RETURN_IF_ERROR(blocking_copy(dst, src, bytes, cudaMemcpyDeviceToHost));
   return take_device_error();
 }
 
 absl::Status cuda_synchronize(const ExecContext& ctx) {
-  SAMEBITS_CUDA_TRY(cudaStreamSynchronize(stream_of(ctx)));
+  SAMEBITS_RETURN_IF_ERROR(blocking_stream_sync(stream_of(ctx)));
   return take_device_error();
+}
+
+// Records one host wait of `since` until now.
+void count_wait(std::chrono::steady_clock::time_point since) {
+  Runtime& r = runtime();
+  r.host_waits.fetch_add(1, std::memory_order_relaxed);
+  r.host_wait_ns.fetch_add(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - since).count(),
+      std::memory_order_relaxed);
 }
 
 absl::Status cuda_fill_synthetic_entry(void* dst, int64_t n, uint64_t key, float scale, float offset) {
@@ -138,6 +152,15 @@ const Backend* make_backend(std::string* why) {
   b->description = absl::StrCat(prop.name, " (", prop.multiProcessorCount, " SMs, ",
                                 prop.totalGlobalMem >> 20, " MiB, compute capability ", prop.major,
                                 ".", prop.minor, ")");
+  int runtime_version = 0;
+  if (cudaError_t e = cudaRuntimeGetVersion(&runtime_version); e != cudaSuccess) {
+    *why = absl::StrCat("cudaRuntimeGetVersion failed: ", cudaGetErrorString(e));
+    return nullptr;
+  }
+  b->device.name = prop.name;
+  b->device.sm_count = prop.multiProcessorCount;
+  b->device.cuda_runtime = absl::StrCat(runtime_version / 1000, ".", runtime_version % 1000 / 10);
+  b->device.cublaslt = cublaslt_version();
   b->alloc = cuda_alloc;
   b->free = cuda_free;
   b->upload = cuda_upload;
@@ -153,6 +176,8 @@ const Backend* make_backend(std::string* why) {
   b->argmax = cuda_argmax;
   b->sample = cuda_sample;
   b->fill_synthetic = cuda_fill_synthetic_entry;
+  b->make_op_timer = make_event_op_timer;
+  b->sync_stats = host_wait_stats;
   return b;
 }
 
@@ -173,11 +198,31 @@ absl::Status check_launch(const char* kernel) {
 
 DeviceError* device_error_mailbox() { return runtime().mailbox; }
 
+absl::Status blocking_copy(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const cudaError_t e = cudaMemcpy(dst, src, bytes, kind);
+  count_wait(t0);
+  return cuda_status(e, "cudaMemcpy");
+}
+
+absl::Status blocking_stream_sync(cudaStream_t stream) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const cudaError_t e = cudaStreamSynchronize(stream);
+  count_wait(t0);
+  return cuda_status(e, "cudaStreamSynchronize");
+}
+
+SyncStats host_wait_stats() {
+  Runtime& r = runtime();
+  return SyncStats{r.host_waits.load(std::memory_order_relaxed),
+                   double(r.host_wait_ns.load(std::memory_order_relaxed)) * 1e-9};
+}
+
 absl::Status take_device_error() {
   Runtime& r = runtime();
   if (r.mailbox == nullptr) return absl::OkStatus();
   DeviceError e{};
-  SAMEBITS_CUDA_TRY(cudaMemcpy(&e, r.mailbox, sizeof e, cudaMemcpyDeviceToHost));
+  SAMEBITS_RETURN_IF_ERROR(blocking_copy(&e, r.mailbox, sizeof e, cudaMemcpyDeviceToHost));
   if (e.code == 0) return absl::OkStatus();
   SAMEBITS_CUDA_TRY(cudaMemset(r.mailbox, 0, sizeof(DeviceError)));
   switch (e.code) {

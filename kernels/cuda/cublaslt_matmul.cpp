@@ -120,4 +120,9 @@ absl::Status cublaslt_linear(const ExecContext& ctx, const LinearArgs& a) {
   return absl::OkStatus();
 }
 
+std::string cublaslt_version() {
+  const size_t v = cublasLtGetVersion();  // major * 10000 + minor * 100 + patch
+  return absl::StrCat(v / 10000, ".", v / 100 % 100, ".", v % 100);
+}
+
 }  // namespace samebits::cuda

@@ -11,9 +11,11 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "kernels/op_timer.h"
 #include "kernels/ops.h"
 
 namespace samebits::cuda {
@@ -58,6 +60,15 @@ struct DeviceError {
 DeviceError* device_error_mailbox();
 // Reads and clears the mailbox (synchronises the device); OK when no kernel reported anything.
 absl::Status take_device_error();
+
+// Every point where the host waits for the device goes through these two: counted, and the wait
+// timed (Backend::sync_stats). A blocking copy is cudaMemcpy (it waits for the legacy stream).
+absl::Status blocking_copy(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind);
+absl::Status blocking_stream_sync(cudaStream_t stream);
+SyncStats host_wait_stats();
+
+// Per-op timing with events on ctx's stream (kernels/cuda/op_timer_cuda.cpp).
+std::unique_ptr<OpTimer> make_event_op_timer(const ExecContext& ctx);
 
 // Properties read once from the device.
 int device_sm_count();

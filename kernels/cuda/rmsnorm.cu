@@ -8,7 +8,10 @@
 // rounded add, from +0); the 32 lane sums are combined by the butterfly v += shfl_xor(v, o) for
 // o = 16, 8, 4, 2, 1 (commutative adds: every lane ends with the same bits).
 // Invariant mode: one warp per row, the warp order over the whole row; rows never share a warp,
-//   so a row's bits do not depend on how many rows there are or where it sits.
+//   so a row's bits do not depend on how many rows there are or where it sits. Rows of at most
+//   4096 values with 16-byte aligned pointers take the register path: a lane loads all its chunks
+//   before the first add and stores y 16 bytes at a time (same sums, same per-element arithmetic:
+//   memory access only).
 // The plan comes in RmsNormArgs (kernels/plan.h). Default mode: parts =
 // plan_row_reduce(kDefault, rows, dim, parallel_units).parts. parts == 1:
 //   exactly the invariant kernel. parts > 1 (few rows): one block per row, the row cut into
@@ -162,6 +165,72 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
   write_y(p, row, inv_shared, threadIdx.x, blockDim.x);
 }
 
+constexpr int kMaxChunksPerLane = 16;  // rows of up to 32 * 8 * 16 = 4096 values in registers
+constexpr int kVecWarpsPerBlock = 4;
+
+__device__ __forceinline__ float bf16_at(const uint4& v, int e) {
+  const uint32_t w = e < 2 ? v.x : e < 4 ? v.y : e < 6 ? v.z : v.w;
+  return to_float(bf16{uint16_t(w >> (16 * (e % 2)))});
+}
+
+__device__ __forceinline__ uint4 pack_bf16x8(const float (&f)[8]) {
+  uint32_t w[4];
+#pragma unroll
+  for (int k = 0; k < 4; ++k) w[k] = uint32_t(to_bf16(f[2 * k]).bits) | (uint32_t(to_bf16(f[2 * k + 1]).bits) << 16);
+  return make_uint4(w[0], w[1], w[2], w[3]);
+}
+
+// rmsnorm_rows_kernel's warp order and arithmetic with the row held in registers: every chunk of
+// a lane is loaded (h = bf16(x + residual) formed and stored) before the first add, then the same
+// adds in the same order, then y written 16 bytes at a time from the registers. Needs dim % 8 == 0,
+// dim <= 32 * 8 * kMaxChunksPerLane and 16-byte aligned x, residual, weight and y.
+__global__ void __launch_bounds__(kVecWarpsPerBlock * 32) rmsnorm_rows_vec_kernel(RmsParams p) {
+  const int lane = threadIdx.x & 31;
+  const int64_t row = int64_t(blockIdx.x) * kVecWarpsPerBlock + (threadIdx.x >> 5);
+  if (row >= p.rows) return;
+  const int chunks = int(p.dim / 8);
+  uint4 h[kMaxChunksPerLane];
+#pragma unroll
+  for (int c = 0; c < kMaxChunksPerLane; ++c) {
+    const int chunk = lane + 32 * c;
+    if (chunk >= chunks) break;
+    const int64_t base = row * p.dim + int64_t(chunk) * 8;
+    h[c] = *reinterpret_cast<const uint4*>(p.x + base);
+    if (p.residual != nullptr) {
+      const uint4 r = *reinterpret_cast<const uint4*>(p.residual + base);
+      float s[8];
+#pragma unroll
+      for (int e = 0; e < 8; ++e) s[e] = bf16_at(h[c], e) + bf16_at(r, e);
+      h[c] = pack_bf16x8(s);
+      *reinterpret_cast<uint4*>(p.residual + base) = h[c];
+    }
+  }
+  float acc = 0.0f;
+#pragma unroll
+  for (int c = 0; c < kMaxChunksPerLane; ++c) {
+    if (lane + 32 * c >= chunks) break;
+#pragma unroll
+    for (int e = 0; e < 8; ++e) {
+      const float v = bf16_at(h[c], e);
+      const float sq = v * v;
+      acc = acc + sq;
+    }
+  }
+#pragma unroll
+  for (int o = 16; o >= 1; o >>= 1) acc = acc + __shfl_xor_sync(0xffffffffu, acc, o);
+  const float inv = inverse_rms(acc, p.dim, p.eps);
+#pragma unroll
+  for (int c = 0; c < kMaxChunksPerLane; ++c) {
+    const int chunk = lane + 32 * c;
+    if (chunk >= chunks) break;
+    const uint4 w = *reinterpret_cast<const uint4*>(p.weight + int64_t(chunk) * 8);
+    float y[8];
+#pragma unroll
+    for (int e = 0; e < 8; ++e) y[e] = round_bf16(bf16_at(h[c], e) * inv) * bf16_at(w, e);
+    *reinterpret_cast<uint4*>(p.y + row * p.dim + int64_t(chunk) * 8) = pack_bf16x8(y);
+  }
+}
+
 bool aligned16(const void* ptr) { return (reinterpret_cast<uintptr_t>(ptr) & 15) == 0; }
 
 }  // namespace
@@ -172,6 +241,11 @@ absl::Status cuda_rmsnorm(const ExecContext& ctx, const RmsNormArgs& a) {
   p.vec = a.dim % 8 == 0 && aligned16(a.x) && (a.residual == nullptr || aligned16(a.residual));
   const RowReducePlan& plan = a.plan;  // built by the caller (kernels/plan.h)
   cudaStream_t stream = cuda::stream_of(ctx);
+  if (plan.parts <= 1 && p.vec && a.dim <= 32 * 8 * kMaxChunksPerLane && aligned16(a.weight) && aligned16(a.y)) {
+    const int64_t blocks = cuda::ceil_div64(a.rows, kVecWarpsPerBlock);
+    rmsnorm_rows_vec_kernel<<<unsigned(blocks), kVecWarpsPerBlock * 32, 0, stream>>>(p);
+    return cuda::check_launch("rmsnorm_rows_vec_kernel");
+  }
   if (plan.parts <= 1) {
     const int64_t blocks = cuda::ceil_div64(a.rows, kWarpsPerBlock);
     rmsnorm_rows_kernel<<<unsigned(blocks), kWarpsPerBlock * 32, 0, stream>>>(p);

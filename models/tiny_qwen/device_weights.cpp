@@ -70,28 +70,21 @@ absl::StatusOr<DeviceWeights> upload_synthetic_weights(const Backend& backend, c
                                                        uint64_t seed, uint64_t* digest) {
   constexpr int64_t kChunk = int64_t(1) << 22;  // values per host chunk (8 MiB)
   std::vector<bf16> chunk;
-  WeightsDigest d;
-  auto result = build_device_weights(backend, config, [&](const std::string& name, const std::vector<int64_t>& shape,
+  auto result = build_device_weights(backend, config, [&](const std::string& name, const std::vector<int64_t>&,
                                                           bf16* dst, int64_t numel) -> absl::Status {
-    d.begin_tensor(name, shape);
     const uint64_t key = synthetic_tensor_key(seed, name);
     const SyntheticFill fill = synthetic_fill(config, name);
-    // A backend that generates in its own memory skips the upload; the digest still hashes the
-    // values, generated here chunk by chunk.
-    if (backend.fill_synthetic != nullptr) {
-      if (absl::Status s = backend.fill_synthetic(dst, numel, key, fill.scale, fill.offset); !s.ok()) return s;
-    }
+    // A backend that generates in its own memory needs nothing from the host.
+    if (backend.fill_synthetic != nullptr) return backend.fill_synthetic(dst, numel, key, fill.scale, fill.offset);
     for (int64_t begin = 0; begin < numel; begin += kChunk) {
       const int64_t n = std::min(kChunk, numel - begin);
       chunk.resize(size_t(n));
       synthetic_fill_range(key, fill, begin, n, chunk.data());
-      d.add_values(chunk.data(), size_t(n));
-      if (backend.fill_synthetic != nullptr) continue;
       if (absl::Status s = backend.upload(dst + begin, chunk.data(), size_t(n) * sizeof(bf16)); !s.ok()) return s;
     }
     return absl::OkStatus();
   });
-  *digest = d.finish();
+  *digest = synthetic_weights_digest(config, seed);
   return result;
 }
 

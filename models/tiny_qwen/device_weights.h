@@ -44,7 +44,7 @@ absl::StatusOr<DeviceWeights> upload_weights(const Backend& backend, const Model
 
 // synthetic_weights(config, seed) in backend memory: filled there by Backend::fill_synthetic when
 // the backend has it, else generated one chunk at a time on the host and uploaded. Host memory
-// holds one chunk, never the whole model; *digest receives synthetic_weights(config, seed).digest().
+// holds one chunk, never the whole model; *digest receives synthetic_weights_digest(config, seed).
 absl::StatusOr<DeviceWeights> upload_synthetic_weights(const Backend& backend, const ModelConfig& config,
                                                        uint64_t seed, uint64_t* digest);
 

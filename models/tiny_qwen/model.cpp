@@ -14,12 +14,14 @@
 // from the shapes of this batch; the kernels execute them.
 #include "models/tiny_qwen/model.h"
 
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <tuple>
 
 #include "absl/strings/str_cat.h"
 #include "kernels/fixed_math.h"
+#include "kernels/op_timer.h"
 #include "models/tiny_qwen/batch_check.h"
 #include "models/tiny_qwen/device_buffer.h"
 #include "models/tiny_qwen/device_weights.h"
@@ -34,6 +36,14 @@ namespace samebits {
 namespace {
 
 size_t align8(size_t n) { return (n + 7) / 8 * 8; }
+
+class Stopwatch {
+ public:
+  double seconds() const { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count(); }
+
+ private:
+  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+};
 
 absl::Status grow(const Backend& backend, DeviceBuffer* buf, size_t bytes) {
   if (buf->bytes() >= bytes) return absl::OkStatus();
@@ -65,6 +75,18 @@ struct Model::Impl {
   Scratch scratch;
   std::vector<uint8_t> meta_host;
   int64_t last_logit_rows = -1;
+  SetupTimes setup;
+  OpObserver observer;  // optional (explain); empty in normal runs
+
+  // Hands one op's output to the observer, after the backend finished it.
+  absl::Status observe(const ExecContext& ctx, int layer, ModelOp op, const void* data, int64_t rows, int64_t cols,
+                       bool fp32, std::string plan, const AttentionPlan* attention_plan = nullptr) const {
+    SAMEBITS_RETURN_IF_ERROR(backend->synchronize(ctx));
+    observer(OpOutput{layer, op, data, rows, cols, fp32, std::move(plan), attention_plan});
+    return absl::OkStatus();
+  }
+  // Op kinds named by what they compute; linear kinds by projection and weight shape (N x K).
+  std::string linear_kind[8];
 
   bf16* k_cache(int layer) const { return kv_cache.as<bf16>() + (2 * int64_t(layer)) * kv_layer_elems(); }
   bf16* v_cache(int layer) const { return kv_cache.as<bf16>() + (2 * int64_t(layer) + 1) * kv_layer_elems(); }
@@ -72,6 +94,7 @@ struct Model::Impl {
     return int64_t(kv.num_blocks) * kv.block_size * config.num_kv_heads * config.head_dim;
   }
   absl::Status reserve(int64_t tokens, int64_t rows, size_t meta_bytes);
+  absl::Status enqueue_forward(const ExecContext& ctx, const ForwardBatch& batch);
   absl::Status run_layers(const ExecContext& ctx, const ForwardBatch& batch, const int32_t* d_tokens,
                           const int32_t* d_positions, const int64_t* d_slots, const int32_t* d_query_start,
                           const int32_t* d_context_lens, const int32_t* d_block_tables);
@@ -113,51 +136,88 @@ absl::Status Model::Impl::run_layers(const ExecContext& ctx, const ForwardBatch&
   const AttentionPlan plan = plan_attention(ctx.mode, num_seqs, c.num_kv_heads, max_context, ctx.parallel_units);
   const float scale = float(1.0 / std::sqrt(double(c.head_dim)));
 
-  auto linear = [&](const bf16* x, const bf16* w, const bf16* bias, int64_t N, int64_t K, bf16* y) {
+  // Per-token outputs to the observer, if any; `plan` is only evaluated when one is set.
+  int layer_now = -1;
+  auto seen = [&](ModelOp op, const bf16* y, int64_t cols, auto plan) -> absl::Status {
+    if (!observer) return absl::OkStatus();
+    return observe(ctx, layer_now, op, y, T, cols, false, plan());
+  };
+  auto no_plan = [] { return std::string(); };
+  static constexpr ModelOp kLinearOps[] = {ModelOp::kQProj,    ModelOp::kKProj,  ModelOp::kVProj,   ModelOp::kOProj,
+                                           ModelOp::kGateProj, ModelOp::kUpProj, ModelOp::kDownProj};
+  auto linear = [&](int kind, const bf16* x, const bf16* w, const bf16* bias, int64_t N, int64_t K,
+                    bf16* y) -> absl::Status {
+    OpScope scope(ctx, linear_kind[kind]);
     LinearArgs a;
     a.x = x, a.w = w, a.bias = bias, a.M = T, a.N = N, a.K = K, a.y = y;
     a.plan = plan_matmul(ctx.mode, T, N, K, ctx.parallel_units);
-    return b.linear(ctx, a);
+    SAMEBITS_RETURN_IF_ERROR(b.linear(ctx, a));
+    return seen(kLinearOps[kind], y, N, [&] { return a.plan.describe(); });
   };
-  auto rmsnorm = [&](const bf16* x, bf16* residual, const bf16* weight, int64_t rows, int64_t dim, bf16* y) {
+  auto rmsnorm = [&](ModelOp op, const bf16* x, bf16* residual, const bf16* weight, int64_t rows, int64_t dim,
+                     bf16* y) -> absl::Status {
+    OpScope scope(ctx, dim != H ? "rmsnorm q/k heads" : residual != nullptr ? "rmsnorm + residual add" : "rmsnorm");
     RmsNormArgs a;
     a.x = x, a.residual = residual, a.weight = weight, a.rows = rows, a.dim = dim, a.eps = c.rms_norm_eps, a.y = y;
     a.plan = plan_row_reduce(ctx.mode, rows, dim, ctx.parallel_units);
-    return b.rmsnorm(ctx, a);
+    SAMEBITS_RETURN_IF_ERROR(b.rmsnorm(ctx, a));
+    if (residual != nullptr) {
+      const ModelOp sum = op == ModelOp::kPostNorm ? ModelOp::kResidual : ModelOp::kResidualIn;
+      SAMEBITS_RETURN_IF_ERROR(seen(sum, residual, dim, no_plan));
+    }
+    return seen(op, y, dim * rows / T, [&] { return a.plan.describe(); });
   };
 
   EmbeddingArgs embed;
   embed.ids = d_tokens, embed.T = T, embed.table = weights.embed_tokens, embed.vocab = c.vocab_size, embed.dim = H;
   embed.y = resid;
-  SAMEBITS_RETURN_IF_ERROR(b.embedding(ctx, embed));
+  {
+    OpScope scope(ctx, "embedding");
+    SAMEBITS_RETURN_IF_ERROR(b.embedding(ctx, embed));
+  }
+  SAMEBITS_RETURN_IF_ERROR(seen(ModelOp::kEmbedding, resid, H, no_plan));
+  bool any_decode = false, any_prefill = false;
+  for (int s_ = 0; s_ < num_seqs; ++s_) {
+    (batch.query_start[size_t(s_) + 1] - batch.query_start[size_t(s_)] == 1 ? any_decode : any_prefill) = true;
+  }
+  const char* attention_kind = !any_prefill ? "attention decode" : !any_decode ? "attention prefill" : "attention mixed";
 
   for (int l = 0; l < c.num_layers; ++l) {
     const LayerWeights& w = weights.layers[size_t(l)];
+    layer_now = l;
     // Layer 0 normalises the embeddings; later layers first add the previous MLP output.
     if (l == 0) {
-      SAMEBITS_RETURN_IF_ERROR(rmsnorm(resid, nullptr, w.input_norm, T, H, normed));
+      SAMEBITS_RETURN_IF_ERROR(rmsnorm(ModelOp::kInputNorm, resid, nullptr, w.input_norm, T, H, normed));
     } else {
-      SAMEBITS_RETURN_IF_ERROR(rmsnorm(delta, resid, w.input_norm, T, H, normed));
+      SAMEBITS_RETURN_IF_ERROR(rmsnorm(ModelOp::kInputNorm, delta, resid, w.input_norm, T, H, normed));
     }
-    SAMEBITS_RETURN_IF_ERROR(linear(normed, w.q_proj, w.q_bias, q_dim, H, q));
-    SAMEBITS_RETURN_IF_ERROR(linear(normed, w.k_proj, w.k_bias, kv_dim, H, k));
-    SAMEBITS_RETURN_IF_ERROR(linear(normed, w.v_proj, w.v_bias, kv_dim, H, v));
+    SAMEBITS_RETURN_IF_ERROR(linear(0, normed, w.q_proj, w.q_bias, q_dim, H, q));
+    SAMEBITS_RETURN_IF_ERROR(linear(1, normed, w.k_proj, w.k_bias, kv_dim, H, k));
+    SAMEBITS_RETURN_IF_ERROR(linear(2, normed, w.v_proj, w.v_bias, kv_dim, H, v));
     if (c.qk_norm) {
-      SAMEBITS_RETURN_IF_ERROR(rmsnorm(q, nullptr, w.q_norm, T * c.num_heads, c.head_dim, q));
-      SAMEBITS_RETURN_IF_ERROR(rmsnorm(k, nullptr, w.k_norm, T * c.num_kv_heads, c.head_dim, k));
+      SAMEBITS_RETURN_IF_ERROR(rmsnorm(ModelOp::kQNorm, q, nullptr, w.q_norm, T * c.num_heads, c.head_dim, q));
+      SAMEBITS_RETURN_IF_ERROR(rmsnorm(ModelOp::kKNorm, k, nullptr, w.k_norm, T * c.num_kv_heads, c.head_dim, k));
     }
     RopeArgs rope;
     rope.q = q, rope.k = k, rope.positions = d_positions, rope.T = T;
     rope.num_q_heads = c.num_heads, rope.num_kv_heads = c.num_kv_heads, rope.head_dim = c.head_dim;
     rope.table = rope_table.as<float>(), rope.max_position = c.max_position_embeddings;
-    SAMEBITS_RETURN_IF_ERROR(b.rope(ctx, rope));
+    {
+      OpScope scope(ctx, "rope");
+      SAMEBITS_RETURN_IF_ERROR(b.rope(ctx, rope));
+    }
+    SAMEBITS_RETURN_IF_ERROR(seen(ModelOp::kRopeQ, q, q_dim, no_plan));
+    SAMEBITS_RETURN_IF_ERROR(seen(ModelOp::kRopeK, k, kv_dim, no_plan));
 
     KvWriteArgs write;
     write.k = k, write.v = v, write.slot_mapping = d_slots, write.T = T;
     write.num_kv_heads = c.num_kv_heads, write.head_dim = c.head_dim;
     write.k_cache = k_cache(l), write.v_cache = v_cache(l);
     write.num_slots = int64_t(kv.num_blocks) * kv.block_size;
-    SAMEBITS_RETURN_IF_ERROR(b.kv_write(ctx, write));
+    {
+      OpScope scope(ctx, "kv_write");
+      SAMEBITS_RETURN_IF_ERROR(b.kv_write(ctx, write));
+    }
 
     AttentionArgs at;
     at.q = q, at.k_new = k, at.v_new = v, at.k_cache = k_cache(l), at.v_cache = v_cache(l);
@@ -166,18 +226,27 @@ absl::Status Model::Impl::run_layers(const ExecContext& ctx, const ForwardBatch&
     at.num_seqs = num_seqs, at.max_blocks_per_seq = batch.max_blocks_per_seq, at.T = T;
     at.num_q_heads = c.num_heads, at.num_kv_heads = c.num_kv_heads, at.head_dim = c.head_dim;
     at.block_size = kv.block_size, at.num_blocks = kv.num_blocks, at.scale = scale, at.plan = plan, at.out = attn;
-    SAMEBITS_RETURN_IF_ERROR(b.attention(ctx, at));
+    {
+      OpScope scope(ctx, attention_kind);
+      SAMEBITS_RETURN_IF_ERROR(b.attention(ctx, at));
+    }
+    if (observer) SAMEBITS_RETURN_IF_ERROR(observe(ctx, l, ModelOp::kAttention, attn, T, q_dim, false, plan.describe(), &plan));
 
-    SAMEBITS_RETURN_IF_ERROR(linear(attn, w.o_proj, nullptr, H, q_dim, delta));
-    SAMEBITS_RETURN_IF_ERROR(rmsnorm(delta, resid, w.post_attention_norm, T, H, normed));
-    SAMEBITS_RETURN_IF_ERROR(linear(normed, w.gate_proj, nullptr, I, H, s.gate.as<bf16>()));
-    SAMEBITS_RETURN_IF_ERROR(linear(normed, w.up_proj, nullptr, I, H, s.up.as<bf16>()));
+    SAMEBITS_RETURN_IF_ERROR(linear(3, attn, w.o_proj, nullptr, H, q_dim, delta));
+    SAMEBITS_RETURN_IF_ERROR(rmsnorm(ModelOp::kPostNorm, delta, resid, w.post_attention_norm, T, H, normed));
+    SAMEBITS_RETURN_IF_ERROR(linear(4, normed, w.gate_proj, nullptr, I, H, s.gate.as<bf16>()));
+    SAMEBITS_RETURN_IF_ERROR(linear(5, normed, w.up_proj, nullptr, I, H, s.up.as<bf16>()));
     SiluMulArgs act;
     act.gate = s.gate.as<bf16>(), act.up = s.up.as<bf16>(), act.T = T, act.F = I, act.y = s.act.as<bf16>();
-    SAMEBITS_RETURN_IF_ERROR(b.silu_mul(ctx, act));
-    SAMEBITS_RETURN_IF_ERROR(linear(s.act.as<bf16>(), w.down_proj, nullptr, H, I, delta));
+    {
+      OpScope scope(ctx, "silu_mul");
+      SAMEBITS_RETURN_IF_ERROR(b.silu_mul(ctx, act));
+    }
+    SAMEBITS_RETURN_IF_ERROR(seen(ModelOp::kSiluMul, s.act.as<bf16>(), I, no_plan));
+    SAMEBITS_RETURN_IF_ERROR(linear(6, s.act.as<bf16>(), w.down_proj, nullptr, H, I, delta));
   }
-  return rmsnorm(delta, resid, weights.final_norm, T, H, normed);
+  layer_now = c.num_layers;
+  return rmsnorm(ModelOp::kFinalNorm, delta, resid, weights.final_norm, T, H, normed);
 }
 
 Model::Model() : impl_(std::make_unique<Impl>()) {}
@@ -201,18 +270,27 @@ absl::Status check_model_args(const ModelConfig& config, KvCacheShape kv) {
 absl::StatusOr<std::unique_ptr<Model>> Model::create(const Backend& backend, const ModelConfig& config,
                                                      const HostWeights& weights, KvCacheShape kv) {
   SAMEBITS_RETURN_IF_ERROR(check_model_args(config, kv));
+  const Stopwatch clock;
   absl::StatusOr<DeviceWeights> w = upload_weights(backend, config, weights);
   if (!w.ok()) return w.status();
-  return assemble(backend, config, kv, *std::move(w), weights.digest());
+  const double weights_seconds = clock.seconds();
+  auto model = assemble(backend, config, kv, *std::move(w), weights.digest());
+  if (model.ok()) (*model)->impl_->setup.weights_seconds = weights_seconds;
+  return model;
 }
 
 absl::StatusOr<std::unique_ptr<Model>> Model::create_synthetic(const Backend& backend, const ModelConfig& config,
                                                                uint64_t seed, KvCacheShape kv) {
   SAMEBITS_RETURN_IF_ERROR(check_model_args(config, kv));
   uint64_t digest = 0;
+  const Stopwatch clock;
   absl::StatusOr<DeviceWeights> w = upload_synthetic_weights(backend, config, seed, &digest);
   if (!w.ok()) return w.status();
-  return assemble(backend, config, kv, *std::move(w), digest);
+  SAMEBITS_RETURN_IF_ERROR(backend.synchronize(ExecContext{}));  // the fills ran
+  const double weights_seconds = clock.seconds();
+  auto model = assemble(backend, config, kv, *std::move(w), digest);
+  if (model.ok()) (*model)->impl_->setup.weights_seconds = weights_seconds;
+  return model;
 }
 
 absl::StatusOr<std::unique_ptr<Model>> Model::assemble(const Backend& backend, const ModelConfig& config,
@@ -224,6 +302,16 @@ absl::StatusOr<std::unique_ptr<Model>> Model::assemble(const Backend& backend, c
   m.kv = kv;
   m.weights = std::move(weights);
   m.digest = digest;
+  const Stopwatch clock;
+  const int64_t H = config.hidden_size, I = config.intermediate_size;
+  const int64_t q_dim = int64_t(config.num_heads) * config.head_dim;
+  const int64_t kv_dim = int64_t(config.num_kv_heads) * config.head_dim;
+  const std::pair<const char*, std::pair<int64_t, int64_t>> linears[8] = {
+      {"q_proj", {q_dim, H}}, {"k_proj", {kv_dim, H}},   {"v_proj", {kv_dim, H}}, {"o_proj", {H, q_dim}},
+      {"gate_proj", {I, H}},  {"up_proj", {I, H}},       {"down_proj", {H, I}},   {"lm_head", {config.vocab_size, H}}};
+  for (int i = 0; i < 8; ++i) {
+    m.linear_kind[i] = absl::StrCat("linear ", linears[i].first, " ", linears[i].second.first, "x", linears[i].second.second);
+  }
 
   const std::vector<float> table = make_rope_table(config.rope_theta, config.head_dim, config.max_position_embeddings);
   absl::StatusOr<DeviceBuffer> rope = DeviceBuffer::allocate(backend, table.size() * sizeof(float));
@@ -235,14 +323,14 @@ absl::StatusOr<std::unique_ptr<Model>> Model::assemble(const Backend& backend, c
   absl::StatusOr<DeviceBuffer> cache = DeviceBuffer::allocate(backend, kv_bytes);
   if (!cache.ok()) return cache.status();
   m.kv_cache = *std::move(cache);
+  m.setup.kv_cache_seconds = clock.seconds();
   return model;
 }
 
-absl::Status Model::forward(const ExecContext& ctx, const ForwardBatch& batch, std::vector<float>* logits) {
-  Impl& m = *impl_;
-  const Backend& b = *m.backend;
-  m.last_logit_rows = -1;
-  SAMEBITS_RETURN_IF_ERROR(check_forward_batch(batch, m.config, m.kv));
+absl::Status Model::Impl::enqueue_forward(const ExecContext& ctx, const ForwardBatch& batch) {
+  const Backend& b = *backend;
+  last_logit_rows = -1;
+  SAMEBITS_RETURN_IF_ERROR(check_forward_batch(batch, config, kv));
   const int64_t T = int64_t(batch.tokens.size());
   const int64_t R = int64_t(batch.logit_rows.size());
 
@@ -255,39 +343,53 @@ absl::Status Model::forward(const ExecContext& ctx, const ForwardBatch& batch, s
                                   &batch.context_lens, &batch.block_tables, &batch.logit_rows);
   int index = 0;
   std::apply([&](auto*... v) { ((offsets[index++] = total, total += bytes_of(*v)), ...); }, sections);
-  SAMEBITS_RETURN_IF_ERROR(m.reserve(T, R, total));
-  m.meta_host.resize(total);
+  SAMEBITS_RETURN_IF_ERROR(reserve(T, R, total));
+  meta_host.resize(total);
   index = 0;
   std::apply([&](auto*... v) {
-    ((std::memcpy(m.meta_host.data() + offsets[index++], v->data(), v->size() * sizeof((*v)[0]))), ...);
+    ((std::memcpy(meta_host.data() + offsets[index++], v->data(), v->size() * sizeof((*v)[0]))), ...);
   }, sections);
-  SAMEBITS_RETURN_IF_ERROR(b.upload(m.scratch.meta.as<void>(), m.meta_host.data(), total));
-  uint8_t* meta = m.scratch.meta.as<uint8_t>();
+  {
+    OpScope scope(ctx, "batch upload");
+    SAMEBITS_RETURN_IF_ERROR(b.upload(scratch.meta.as<void>(), meta_host.data(), total));
+  }
+  uint8_t* meta = scratch.meta.as<uint8_t>();
   auto at = [&](int i) { return meta + offsets[i]; };
 
-  SAMEBITS_RETURN_IF_ERROR(m.run_layers(ctx, batch, reinterpret_cast<const int32_t*>(at(1)),
-                                        reinterpret_cast<const int32_t*>(at(2)), reinterpret_cast<const int64_t*>(at(0)),
-                                        reinterpret_cast<const int32_t*>(at(3)), reinterpret_cast<const int32_t*>(at(4)),
-                                        reinterpret_cast<const int32_t*>(at(5))));
-  logits->resize(size_t(R) * size_t(m.config.vocab_size));
-  if (R == 0) {
-    m.last_logit_rows = 0;
-    return b.synchronize(ctx);
+  SAMEBITS_RETURN_IF_ERROR(run_layers(ctx, batch, reinterpret_cast<const int32_t*>(at(1)),
+                                      reinterpret_cast<const int32_t*>(at(2)), reinterpret_cast<const int64_t*>(at(0)),
+                                      reinterpret_cast<const int32_t*>(at(3)), reinterpret_cast<const int32_t*>(at(4)),
+                                      reinterpret_cast<const int32_t*>(at(5))));
+  if (R > 0) {
+    // The wanted rows only, gathered with the embedding op (a row copy), then lm_head in fp32.
+    EmbeddingArgs gather;
+    gather.ids = reinterpret_cast<const int32_t*>(at(6)), gather.T = R, gather.table = scratch.normed.as<bf16>();
+    gather.vocab = T, gather.dim = config.hidden_size, gather.y = scratch.gathered.as<bf16>();
+    {
+      OpScope scope(ctx, "logit rows gather");
+      SAMEBITS_RETURN_IF_ERROR(b.embedding(ctx, gather));
+    }
+    LinearArgs head;
+    head.x = scratch.gathered.as<bf16>(), head.w = weights.lm_head, head.M = R, head.N = config.vocab_size;
+    head.K = config.hidden_size, head.y_f32 = scratch.logits.as<float>();
+    head.plan = plan_matmul(ctx.mode, R, head.N, head.K, ctx.parallel_units);
+    OpScope scope(ctx, linear_kind[7]);
+    SAMEBITS_RETURN_IF_ERROR(b.linear(ctx, head));
+    if (observer) {
+      SAMEBITS_RETURN_IF_ERROR(observe(ctx, config.num_layers, ModelOp::kLogits, head.y_f32, R, head.N, true, head.plan.describe()));
+    }
   }
-  // The wanted rows only, gathered with the embedding op (a row copy), then lm_head in fp32.
-  EmbeddingArgs gather;
-  gather.ids = reinterpret_cast<const int32_t*>(at(6)), gather.T = R, gather.table = m.scratch.normed.as<bf16>();
-  gather.vocab = T, gather.dim = m.config.hidden_size, gather.y = m.scratch.gathered.as<bf16>();
-  SAMEBITS_RETURN_IF_ERROR(b.embedding(ctx, gather));
-  LinearArgs head;
-  head.x = m.scratch.gathered.as<bf16>(), head.w = m.weights.lm_head, head.M = R, head.N = m.config.vocab_size;
-  head.K = m.config.hidden_size, head.y_f32 = m.scratch.logits.as<float>();
-  head.plan = plan_matmul(ctx.mode, R, head.N, head.K, ctx.parallel_units);
-  SAMEBITS_RETURN_IF_ERROR(b.linear(ctx, head));
-  SAMEBITS_RETURN_IF_ERROR(b.synchronize(ctx));
-  SAMEBITS_RETURN_IF_ERROR(b.download(logits->data(), m.scratch.logits.as<void>(), logits->size() * sizeof(float)));
-  m.last_logit_rows = R;
+  last_logit_rows = R;
   return absl::OkStatus();
+}
+
+absl::Status Model::forward(const ExecContext& ctx, const ForwardBatch& batch, std::vector<float>* logits) {
+  Impl& m = *impl_;
+  SAMEBITS_RETURN_IF_ERROR(m.enqueue_forward(ctx, batch));
+  logits->resize(size_t(m.last_logit_rows) * size_t(m.config.vocab_size));
+  OpScope scope(ctx, "logits copy");
+  SAMEBITS_RETURN_IF_ERROR(m.backend->synchronize(ctx));
+  return m.backend->download(logits->data(), m.scratch.logits.as<void>(), logits->size() * sizeof(float));
 }
 
 absl::Status Model::sample(const ExecContext& ctx, std::span<const SamplingRow> rows, std::vector<int32_t>* tokens) {
@@ -301,14 +403,72 @@ absl::Status Model::sample(const ExecContext& ctx, std::span<const SamplingRow> 
   SampleArgs a;
   a.logits = m.scratch.logits.as<float>(), a.rows = int64_t(rows.size()), a.vocab = m.config.vocab_size;
   a.params = rows.data(), a.out = m.scratch.sampled.as<int32_t>();
-  SAMEBITS_RETURN_IF_ERROR(m.backend->sample(ctx, a));
-  SAMEBITS_RETURN_IF_ERROR(m.backend->synchronize(ctx));
+  {
+    OpScope scope(ctx, "sampling");
+    SAMEBITS_RETURN_IF_ERROR(m.backend->sample(ctx, a));
+  }
+  OpScope scope(ctx, "tokens copy");
   return m.backend->download(tokens->data(), a.out, rows.size() * sizeof(int32_t));
+}
+
+absl::Status Model::forward_sample(const ExecContext& ctx, const ForwardBatch& batch, std::span<const SamplingRow> rows,
+                                   std::span<const int32_t> host_rows, std::vector<int32_t>* tokens,
+                                   std::vector<float>* logits) {
+  Impl& m = *impl_;
+  SAMEBITS_RETURN_IF_ERROR(m.enqueue_forward(ctx, batch));
+  SAMEBITS_RETURN_IF_ERROR(sample(ctx, rows, tokens));  // its token download waits for the step
+  const size_t V = size_t(m.config.vocab_size);
+  logits->resize(host_rows.size() * V);
+  if (host_rows.empty()) return absl::OkStatus();
+  OpScope scope(ctx, "logits copy (observed rows)");
+  for (size_t i = 0; i < host_rows.size(); ++i) {
+    const int32_t r = host_rows[i];
+    if (r < 0 || r >= m.last_logit_rows) {
+      return absl::InvalidArgumentError(absl::StrCat("model.forward_sample: host row ", r, " outside the ",
+                                                     m.last_logit_rows, " logit rows"));
+    }
+    // Consecutive rows travel in one copy.
+    size_t n = 1;
+    while (i + n < host_rows.size() && host_rows[i + n] == r + int32_t(n)) ++n;
+    SAMEBITS_RETURN_IF_ERROR(m.backend->download(logits->data() + i * V, m.scratch.logits.as<float>() + size_t(r) * V,
+                                                 n * V * sizeof(float)));
+    i += n - 1;
+  }
+  return absl::OkStatus();
+}
+
+void Model::set_op_observer(OpObserver observer) { impl_->observer = std::move(observer); }
+
+const char* model_op_name(ModelOp op) {
+  switch (op) {
+    case ModelOp::kEmbedding: return "embedding";
+    case ModelOp::kResidualIn: return "residual_in";
+    case ModelOp::kInputNorm: return "input_norm";
+    case ModelOp::kQProj: return "q_proj";
+    case ModelOp::kKProj: return "k_proj";
+    case ModelOp::kVProj: return "v_proj";
+    case ModelOp::kQNorm: return "q_norm";
+    case ModelOp::kKNorm: return "k_norm";
+    case ModelOp::kRopeQ: return "rope_q";
+    case ModelOp::kRopeK: return "rope_k";
+    case ModelOp::kAttention: return "attention";
+    case ModelOp::kOProj: return "o_proj";
+    case ModelOp::kResidual: return "residual";
+    case ModelOp::kPostNorm: return "post_attention_norm";
+    case ModelOp::kGateProj: return "gate_proj";
+    case ModelOp::kUpProj: return "up_proj";
+    case ModelOp::kSiluMul: return "silu_mul";
+    case ModelOp::kDownProj: return "down_proj";
+    case ModelOp::kFinalNorm: return "final_norm";
+    case ModelOp::kLogits: return "logits";
+  }
+  return "unknown";
 }
 
 const ModelConfig& Model::config() const { return impl_->config; }
 const Backend& Model::backend() const { return *impl_->backend; }
 KvCacheShape Model::kv_shape() const { return impl_->kv; }
+SetupTimes Model::setup_times() const { return impl_->setup; }
 uint64_t Model::weights_digest() const { return impl_->digest; }
 
 }  // namespace samebits

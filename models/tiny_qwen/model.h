@@ -10,6 +10,7 @@
 #include "absl/status/statusor.h"
 #include "kernels/backend.h"
 #include "models/tiny_qwen/config.h"
+#include "models/tiny_qwen/op_observer.h"
 #include "models/tiny_qwen/weights.h"
 
 namespace samebits {
@@ -34,12 +35,20 @@ struct ForwardBatch {
   std::vector<int32_t> logit_rows;    // token indices whose logits are wanted, in output order
 };
 
+// Where a model's set-up time went (host wall clock, seconds).
+struct SetupTimes {
+  double weights_seconds = 0;   // allocate + upload (or generate on the device) every weight
+  double kv_cache_seconds = 0;  // allocate the paged KV cache and the rope table
+};
+
 class Model {
  public:
   static absl::StatusOr<std::unique_ptr<Model>> create(const Backend& backend, const ModelConfig& config,
                                                        const HostWeights& weights, KvCacheShape kv);
-  // synthetic_weights(config, seed) without holding them in host memory: generated one chunk at a
-  // time and uploaded. Same bits and weights_digest() as create(.., synthetic_weights(config, seed), ..).
+  // synthetic_weights(config, seed) without holding them in host memory: generated on the device
+  // where the backend can, else one chunk at a time and uploaded. Same bits as
+  // create(.., synthetic_weights(config, seed), ..); weights_digest() is
+  // synthetic_weights_digest(config, seed), defined by the generator's identity.
   static absl::StatusOr<std::unique_ptr<Model>> create_synthetic(const Backend& backend, const ModelConfig& config,
                                                                  uint64_t seed, KvCacheShape kv);
   ~Model();
@@ -50,7 +59,18 @@ class Model {
   // logits still in backend memory. rows.size() must equal that forward's logit_rows.size().
   absl::Status sample(const ExecContext& ctx, std::span<const SamplingRow> rows, std::vector<int32_t>* tokens);
 
+  // Every later forward() reports each op's output to `observer` (empty: none, the default).
+  void set_op_observer(OpObserver observer);
+
+  // forward() and sample() in one step: the logits stay in backend memory, the tokens come back
+  // (one wait for the device), and only logits rows host_rows (indices into logit_rows, e.g. the
+  // rows whose logits someone observes) are copied, into *logits in that order.
+  absl::Status forward_sample(const ExecContext& ctx, const ForwardBatch& batch, std::span<const SamplingRow> rows,
+                              std::span<const int32_t> host_rows, std::vector<int32_t>* tokens,
+                              std::vector<float>* logits);
+
   const ModelConfig& config() const;
+  SetupTimes setup_times() const;
   const Backend& backend() const;
   KvCacheShape kv_shape() const;
   uint64_t weights_digest() const;

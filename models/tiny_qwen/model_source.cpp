@@ -56,7 +56,8 @@ absl::StatusOr<ModelSource> resolve_model(const std::string& spec) {
       return absl::Status(config.status().code(), absl::StrCat("model '", spec, "': ", config.status().message()));
     }
     out.config = *config;
-    out.weights = synthetic_weights(out.config, seed);
+    out.synthetic = true;
+    out.synthetic_seed = seed;
     out.description = absl::StrCat("synthetic: ", parts[1], " shape, seeded weights (seed ", seed, ")");
   } else {
     std::error_code ec;
@@ -85,8 +86,13 @@ absl::StatusOr<ModelSource> resolve_model(const std::string& spec) {
   }
   // Checkpoints without tokenizer.json (the built-in one, synthetic weights) read bytes after BOS 256.
   if (!out.tokenizer) out.tokenizer = std::make_shared<ByteTokenizer>();
-  out.weights_digest = out.weights.digest();
+  out.weights_digest = out.synthetic ? synthetic_weights_digest(out.config, out.synthetic_seed) : out.weights.digest();
   return out;
+}
+
+absl::StatusOr<std::unique_ptr<Model>> build_model(const ModelSource& source, const Backend& backend, KvCacheShape kv) {
+  if (source.synthetic) return Model::create_synthetic(backend, source.config, source.synthetic_seed, kv);
+  return Model::create(backend, source.config, source.weights, kv);
 }
 
 }  // namespace samebits

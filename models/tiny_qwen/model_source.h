@@ -14,6 +14,7 @@
 
 #include "absl/status/statusor.h"
 #include "models/tiny_qwen/config.h"
+#include "models/tiny_qwen/model.h"
 #include "models/tiny_qwen/text_tokenizer.h"
 #include "models/tiny_qwen/weights.h"
 
@@ -25,12 +26,17 @@ inline constexpr char kTinyQwenFeynmanPrompt[] = "Tell me about Richard Feynman.
 
 struct ModelSource {
   ModelConfig config;
-  HostWeights weights;
+  HostWeights weights;          // empty for synthetic weights (generated where the model is built)
   std::string description;      // one line for reports: "builtin tiny Qwen3 (models/tiny_qwen/checkpoint)"
-  uint64_t weights_digest = 0;  // weights.digest()
+  uint64_t weights_digest = 0;  // weights.digest(), or synthetic_weights_digest(config, seed)
+  bool synthetic = false;       // synthetic_weights(config, synthetic_seed)
+  uint64_t synthetic_seed = 0;
   // The checkpoint's tokenizer.json when it has one (BpeTokenizer), else bytes (ByteTokenizer).
   std::shared_ptr<const TextTokenizer> tokenizer;
 };
+
+// The model of a source in backend memory (Model::create or Model::create_synthetic).
+absl::StatusOr<std::unique_ptr<Model>> build_model(const ModelSource& source, const Backend& backend, KvCacheShape kv);
 
 // Errors name the spec and what is wrong with it (unknown config, bad seed, unreadable checkpoint).
 absl::StatusOr<ModelSource> resolve_model(const std::string& spec);

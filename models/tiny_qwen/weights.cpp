@@ -135,6 +135,30 @@ float synthetic_weight_value(uint64_t seed, const std::string& tensor_name, int6
   return value_from_bits(splitmix_at(synthetic_tensor_key(seed, tensor_name), uint64_t(index)), scale, offset);
 }
 
+uint64_t synthetic_weights_digest(const ModelConfig& config, uint64_t seed) {
+  XXH3_state_t* state = XXH3_createState();
+  XXH3_64bits_reset(state);
+  auto add = [&](const void* p, size_t n) { XXH3_64bits_update(state, p, n); };
+  constexpr char kTag[] = "samebits synthetic weights";
+  add(kTag, sizeof kTag - 1);
+  const uint64_t version = kSyntheticGeneratorVersion;
+  add(&version, sizeof version);
+  add(&seed, sizeof seed);
+  for (const auto& [name, shape] : expected_tensor_shapes(config)) {  // std::map: name order
+    const uint64_t name_len = name.size(), rank = shape.size();
+    add(&name_len, sizeof name_len);
+    add(name.data(), name.size());
+    add(&rank, sizeof rank);
+    add(shape.data(), shape.size() * sizeof(int64_t));
+    const SyntheticFill fill = synthetic_fill(config, name);
+    add(&fill.scale, sizeof fill.scale);
+    add(&fill.offset, sizeof fill.offset);
+  }
+  const uint64_t digest = XXH3_64bits_digest(state);
+  XXH3_freeState(state);
+  return digest;
+}
+
 HostWeights synthetic_weights(const ModelConfig& config, uint64_t seed) {
   HostWeights weights;
   for (const auto& [name, shape] : expected_tensor_shapes(config)) {

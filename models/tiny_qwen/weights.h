@@ -61,6 +61,13 @@ SyntheticFill synthetic_fill(const ModelConfig& config, const std::string& tenso
 uint64_t synthetic_tensor_key(uint64_t seed, const std::string& tensor_name);  // XXH3_64bits_withSeed(name, seed)
 // Values [begin, begin + n) of one synthetic tensor, as synthetic_weights computes them.
 void synthetic_fill_range(uint64_t tensor_key, SyntheticFill fill, int64_t begin, int64_t n, bf16* out);
+// The digest of synthetic weights, defined by the generator's identity instead of hashing 16 GB of
+// values: XXH3-64 over a tag, kSyntheticGeneratorVersion, the seed, and every tensor's name, shape,
+// scale and offset in name order. Sound because the generator is exact integer and fp32 arithmetic,
+// pinned by tests (host values and their HostWeights::digest, device fill == host fill); bump
+// kSyntheticGeneratorVersion whenever the generator's arithmetic changes.
+inline constexpr int kSyntheticGeneratorVersion = 1;
+uint64_t synthetic_weights_digest(const ModelConfig& config, uint64_t seed);
 float synthetic_weight_value(uint64_t seed, const std::string& tensor_name, int64_t index,
                              float scale, float offset);
 

@@ -128,7 +128,7 @@ TEST(Cli, GoldenUpdateCheckMismatchNotComparableMalformed) {
   std::ofstream(golden) << "{\"samebits_golden\": 1, \"scenario\": \"smoke\"}";
   o = run_samebits("run " + kQuick + " --golden-dir " + dir);
   EXPECT_EQ(o.code, 2);
-  EXPECT_NE(o.err.find(golden + ": dependencies: missing"), std::string::npos) << o.err;
+  EXPECT_NE(o.err.find(golden + ": samebits_golden: 1 is not a known golden schema"), std::string::npos) << o.err;
   std::filesystem::remove_all(dir);
 }
 
@@ -140,20 +140,20 @@ TEST(Cli, CompareExitCodes) {
   testing::Outcome o = run_samebits("compare " + a + " " + b);
   EXPECT_EQ(o.code, 1);
   EXPECT_NE(o.out.find("sample counts differ"), std::string::npos) << o.out;
-  std::ofstream(b) << "{\"samebits_results\": 1}";
+  std::ofstream(b) << "{\"samebits_results\": 2}";
   o = run_samebits("compare " + a + " " + b);
   EXPECT_EQ(o.code, 2);
-  EXPECT_NE(o.err.find(b + ": scenario: missing"), std::string::npos) << o.err;
+  EXPECT_NE(o.err.find(b + ": identity: missing"), std::string::npos) << o.err;
   std::filesystem::remove(a);
   std::filesystem::remove(b);
 }
 
 TEST(Cli, MalformedTraceIsAnInputError) {
   const std::string t = temp_path("trace.json");
-  std::ofstream(t) << "{\"samebits_trace\": 1, \"runs\": 3}";
+  std::ofstream(t) << "{\"samebits_trace\": 2, \"runs\": 3}";
   testing::Outcome o = run_samebits("replay " + t);
   EXPECT_EQ(o.code, 2);
-  EXPECT_NE(o.err.find(t + ": scenario: missing"), std::string::npos) << o.err;
+  EXPECT_NE(o.err.find(t + ": identity: missing"), std::string::npos) << o.err;
   std::filesystem::remove(t);
 }
 

@@ -63,10 +63,10 @@ TEST(HostileCli, MutatedTracesAreOneLineErrors) {
       {"record index", [](json& t) { t["runs"][0]["records"][0]["i"] = 5; }, "records[0]: i: 5 is not 0"},
       {"negative step", [](json& t) { t["requests"][0]["step"] = -4; }, "requests[0].step: -4 is negative"},
       {"runs empty", [](json& t) { t["runs"] = json::array(); }, "runs: is empty"},
-      {"samples -5", [](json& t) { t["samples"] = -5; }, "samples: -5 is not in [1, 100000]"},
+      {"samples -5", [](json& t) { t["identity"]["samples"] = -5; }, "samples: -5 is not in [1, 100000]"},
       {"mode twice", [](json& t) { t["runs"].push_back(t["runs"][0]); }, "runs[1].mode: 'invariant' is recorded twice"},
-      {"threads 10^6", [](json& t) { t["threads"] = 1000000; }, "threads: 1000000 is not in [0, 1024]"},
-      {"kv_blocks 2^24", [](json& t) { t["engine"]["kv_blocks"] = 1 << 24; }, "over the limit of 16384 MiB"},
+      {"threads 10^6", [](json& t) { t["identity"]["engine"]["threads"] = 1000000; }, "threads: 1000000 is not in [0, 1024]"},
+      {"kv_blocks 2^24", [](json& t) { t["identity"]["engine"]["kv_blocks"] = 1 << 24; }, "over the limit of 16384 MiB"},
       {"number beyond double", [](json& t) { t["samples"] = "@@"; }, "out of range"},
   };
   for (const TraceCase& c : cases) {

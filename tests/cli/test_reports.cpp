@@ -34,6 +34,20 @@ TEST(Reports, TableHasOneRowPerModeWithTheFigures) {
   EXPECT_NE(t.find("weights digest differs"), std::string::npos) << t;
 }
 
+TEST(Reports, TableSaysWhereTheTimeWent) {
+  const std::string t = format_table(two_modes());
+  // 40 steps: (1.5 - 0.5) s of host time = 25 ms/step; 120 waits = 3.0/step; RSS 0.5 - 0.3 GB.
+  EXPECT_NE(t.find("set-up: weights 0.25 s, KV cache 0.12 s"), std::string::npos) << t;
+  EXPECT_NE(t.find("host 25.00 ms/step, 3.0 device waits/step (0.50 s waiting)"), std::string::npos) << t;
+  EXPECT_NE(t.find("host RSS 0.20 GB"), std::string::npos) << t;
+  // Op kinds largest first, backend and host seconds with the call count, per mode.
+  const size_t attention = t.find("attention decode"), linear = t.find("linear q_proj 256x256");
+  ASSERT_NE(attention, std::string::npos) << t;
+  ASSERT_NE(linear, std::string::npos) << t;
+  EXPECT_LT(attention, linear);
+  EXPECT_NE(t.find("0.750 |   0.062 (    160)"), std::string::npos) << t;
+}
+
 TEST(Reports, TableFlagsInvariantDivergence) {
   RunResults r = synthetic_results(4, {{1, 2}}, Mode::kInvariant);
   EXPECT_FALSE(invariance_holds(r.modes[0]));

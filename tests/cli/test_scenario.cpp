@@ -16,7 +16,7 @@ TEST(Scenario, ShippedScenariosLoad) {
     auto s = load_scenario(e.path().string());
     ASSERT_TRUE(s.ok()) << s.status();
     EXPECT_EQ(s->name, e.path().stem().string());  // golden/<name>/ matches the file name
-    EXPECT_EQ(s->modes.size(), 2u);
+    EXPECT_FALSE(s->modes.empty());
   }
 }
 

@@ -40,7 +40,7 @@ TEST(LiveReplay, LiveTraceReplaysToTheSameDigests) {
   o.threads = 1;
   auto e = run_experiment(kSmoke, o);
   ASSERT_TRUE(e.ok()) << e.status();
-  EXPECT_TRUE(e->results.live);
+  EXPECT_TRUE(e->results.identity.live);
   expect_replay_reproduces(*e, "live_trace_");
 }
 

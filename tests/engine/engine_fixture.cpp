@@ -21,8 +21,9 @@ ModelConfig engine_test_config(const std::string& name) {
   return c;
 }
 
-std::unique_ptr<Model> make_model(const ModelConfig& config, int num_blocks, int block_size, uint64_t seed) {
-  auto model = Model::create(cpu_backend(), config, synthetic_weights(config, seed), {num_blocks, block_size});
+std::unique_ptr<Model> make_model(const ModelConfig& config, int num_blocks, int block_size, uint64_t seed,
+                                  const Backend* backend) {
+  auto model = Model::create(backend ? *backend : cpu_backend(), config, synthetic_weights(config, seed), {num_blocks, block_size});
   if (!model.ok()) return nullptr;
   return *std::move(model);
 }

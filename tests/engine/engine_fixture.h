@@ -14,7 +14,9 @@ namespace samebits::testing {
 
 // "tiny" (the builtin) or "micro" (hidden 64, 2 layers: for workloads of thousands of requests).
 ModelConfig engine_test_config(const std::string& name);
-std::unique_ptr<Model> make_model(const ModelConfig& config, int num_blocks, int block_size, uint64_t seed = 1);
+// On `backend` (nullptr: the CPU backend).
+std::unique_ptr<Model> make_model(const ModelConfig& config, int num_blocks, int block_size, uint64_t seed = 1,
+                                  const Backend* backend = nullptr);
 
 struct Arrival {
   int64_t step = 0;  // added before this step runs

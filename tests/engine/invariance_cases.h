@@ -1,8 +1,9 @@
-// The invariance sweep of the engine (DESIGN.md, "The invariance contract"): two observed target
-// requests (one greedy with a prompt longer than one attention split, one sampled with
-// temperature/top-k/top-p) served alone, then inside random batches of other requests, with their
-// prompts chunked at 1, 7 and 64 tokens or cut by small budgets, after prefix-cache hits of several
-// lengths, after preemption and recompute, with other KV block sizes and CPU thread counts.
+// The invariance sweep of the engine (docs/DESIGN.md, "The invariance contract"): two observed
+// target requests (one greedy with a prompt longer than one attention split, one sampled at
+// temperature 1.5 over the whole distribution) served alone, then inside random batches of other
+// requests, with their prompts chunked at 1, 7 and 64 tokens or cut by small budgets, after
+// prefix-cache hits of several lengths, after preemption and recompute, with other KV block sizes
+// and CPU thread counts.
 #pragma once
 #include <string>
 #include <vector>

@@ -46,6 +46,52 @@ TEST(EngineBasic, GreedyTokensAreTheArgmaxOfTheObservedLogits) {
   EXPECT_EQ(o.free_blocks_at_end, 64);
 }
 
+// Observed and unobserved requests in one batch: the observer sees exactly the observed ones'
+// logits (only those rows are copied back), the others' tokens still come back.
+TEST(EngineBasic, OnlyObservedRequestsReachTheObserver) {
+  std::unique_ptr<Model> m = make_model(engine_test_config("micro"), 64, 16);
+  RequestSpec hidden = observed(2, 9, 12);
+  hidden.observe = false;
+  RunOutcome o = run_workload(*m, small_engine(), {{0, observed(1, 30, 12)}, {0, hidden}, {0, observed(3, 5, 12)}});
+  ASSERT_EQ(o.error, "");
+  EXPECT_EQ(o.observed.count(2), 0u);
+  EXPECT_EQ(o.results[2].tokens.size(), 12u);
+  for (uint64_t id : {1, 3}) {
+    ASSERT_EQ(o.observed[id].logits.size(), 12u);
+    EXPECT_EQ(o.observed[id].tokens, o.results[id].tokens);
+  }
+  // The same request observed alone gives the same logits (invariant mode, the default).
+  RunOutcome alone = run_workload(*m, small_engine(), {{0, observed(3, 5, 12)}});
+  ASSERT_EQ(alone.error, "");
+  EXPECT_EQ(count_differences(alone.observed[3], o.observed[3]), 0);
+}
+
+TEST(EngineBasic, ProfileTimesEveryOpKindAndStepsAreTimedAlways) {
+  std::unique_ptr<Model> m = make_model(engine_test_config("micro"), 64, 16);
+  EngineConfig config = small_engine();
+  RunOutcome plain = run_workload(*m, config, {{0, observed(1, 30, 4)}});
+  ASSERT_EQ(plain.error, "");
+  EXPECT_TRUE(plain.stats.op_times.empty());
+  EXPECT_GT(plain.stats.step_seconds, 0);
+  EXPECT_EQ(plain.stats.host_waits, 0);  // the CPU backend has no device to wait for
+  config.profile = true;
+  RunOutcome profiled = run_workload(*m, config, {{0, observed(1, 30, 4)}});
+  ASSERT_EQ(profiled.error, "");
+  const OpTimes& t = profiled.stats.op_times;
+  const ModelConfig c = engine_test_config("micro");
+  for (const char* kind : {"attention prefill", "attention decode", "rmsnorm + residual add", "rope", "sampling", "embedding"}) {
+    EXPECT_TRUE(t.count(kind)) << kind;
+  }
+  const std::string q_proj = "linear q_proj " + std::to_string(c.num_heads * c.head_dim) + "x" + std::to_string(c.hidden_size);
+  ASSERT_TRUE(t.count(q_proj)) << q_proj;
+  EXPECT_EQ(t.at(q_proj).calls, 4 * c.num_layers);  // 4 steps: one prefill, three decodes
+  EXPECT_EQ(t.at("attention prefill").calls, c.num_layers);
+  EXPECT_EQ(t.at("sampling").calls, 4);
+  EXPECT_EQ(t.at(kStepSpan).calls, 4);
+  // Same tokens and logits with and without the timer.
+  EXPECT_EQ(count_differences(plain.observed[1], profiled.observed[1]), 0);
+}
+
 TEST(EngineBasic, FinishesAtStopSequenceAndEos) {
   const ModelConfig config = engine_test_config("micro");
   std::unique_ptr<Model> m = make_model(config, 64, 16);

@@ -34,19 +34,23 @@ RunResults synthetic_results(int samples, const std::map<int, int>& forks, Mode 
                                         it == forks.end() ? -1 : it->second));
   }
   RunResults r;
-  r.scenario_name = "synthetic";
-  r.scenario_file = "scenarios/synthetic.yaml";
-  r.scenario_hash = 0x1111222233334444ull;
-  r.model_spec = "builtin";
-  r.model_description = "synthetic streams";
-  r.weights_digest = 0x5555666677778888ull;
-  r.backend_id = "cpu";
-  r.backend_description = "test";
-  r.kernel_set_version = 1;
-  r.samples = samples;
+  RunIdentity& id = r.identity;
+  id.scenario = {"synthetic", "scenarios/synthetic.yaml", 0x1111222233334444ull, 0x9999aaaabbbbccccull};
+  id.model = {"builtin", "synthetic streams", 0x5555666677778888ull};
+  id.backend.name = "cuda";
+  id.backend.id = "cuda-sm90";
+  id.backend.description = "test";
+  id.backend.device = {"NVIDIA H200", 132, "13.0", "13.1.0"};
+  id.backend.kernel_set_version = 1;
+  id.samples = samples;
   RunFigures f;
   f.wall_seconds = 2.0;
   f.tokens_generated = 24 * samples;
+  f.engine_steps = 40;
+  f.setup_weights_seconds = 0.25, f.setup_kv_cache_seconds = 0.125;
+  f.step_seconds = 1.5, f.host_wait_seconds = 0.5, f.host_waits = 120;
+  f.op_times = {{"attention decode", 160, 0.75, 0.0625}, {"linear q_proj 256x256", 160, 0.5, 0.03125}};
+  f.host_rss_baseline_bytes = 300000000, f.host_peak_rss_bytes = 500000000;
   r.modes.push_back(analyze_mode(mode, obs, f, ByteTokenizer{}));
   return r;
 }

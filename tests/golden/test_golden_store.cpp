@@ -88,7 +88,8 @@ TEST(GoldenStore, MismatchNamesModeSampleAndFirstDifferingStep) {
   EXPECT_NE(run.modes[0].golden.detail.find("1 of 8 samples differ"), std::string::npos);
 }
 
-TEST(GoldenStore, DifferentDependenciesAreNotComparable) {
+// Default mode depends on the whole run identity; each differing field is named.
+TEST(GoldenStore, DefaultModeDependsOnTheWholeIdentity) {
   const RunResults base = synthetic_results(6, {});
   std::optional<Golden> g = golden_from_results(base);
   struct Case {
@@ -97,10 +98,24 @@ TEST(GoldenStore, DifferentDependenciesAreNotComparable) {
     std::string expect;
   };
   const Case cases[] = {
-      {"weights", [](RunResults* r) { r->weights_digest ^= 1; }, "weights digest differs"},
-      {"kernels", [](RunResults* r) { r->kernel_set_version += 1; }, "kernel set version differs"},
-      {"backend", [](RunResults* r) { r->backend_id = "cuda-sm90"; }, "backend id differs"},
-      {"scenario", [](RunResults* r) { r->scenario_hash ^= 1; }, "scenario file hash differs"},
+      {"weights", [](RunResults* r) { r->identity.model.weights_digest ^= 1; }, "model.weights_digest differs"},
+      {"kernels", [](RunResults* r) { r->identity.backend.kernel_set_version += 1; },
+       "backend.kernel_set_version differs (golden 1, run 2)"},
+      {"backend", [](RunResults* r) { r->identity.backend.id = "cuda-sm100"; },
+       "backend.id differs (golden 'cuda-sm90', run 'cuda-sm100')"},
+      {"targets", [](RunResults* r) { r->identity.scenario.target_hash ^= 1; }, "scenario.target_hash differs"},
+      {"scenario", [](RunResults* r) { r->identity.scenario.file_hash ^= 1; }, "scenario.file_hash differs"},
+      {"gpu model", [](RunResults* r) { r->identity.backend.device.name = "NVIDIA H100 80GB HBM3"; },
+       "backend.device.name differs (golden 'NVIDIA H200', run 'NVIDIA H100 80GB HBM3')"},
+      {"sm count", [](RunResults* r) { r->identity.backend.device.sm_count = 114; },
+       "backend.device.sm_count differs (golden 132, run 114)"},
+      {"runtime", [](RunResults* r) { r->identity.backend.device.cuda_runtime = "13.1"; },
+       "backend.device.cuda_runtime differs"},
+      {"cublaslt", [](RunResults* r) { r->identity.backend.device.cublaslt = "13.2.0"; },
+       "backend.device.cublaslt differs (golden '13.1.0', run '13.2.0')"},
+      {"engine", [](RunResults* r) { r->identity.engine.parallel_units = 8; },
+       "engine.parallel_units differs (golden 132, run 8)"},
+      {"model spec", [](RunResults* r) { r->identity.model.spec = "other"; }, "model.spec differs"},
       {"schedule", [](RunResults* r) { r->modes[0].figures.schedule_digest ^= 1; }, "scheduled the seeded workload differently"},
   };
   for (const Case& c : cases) {
@@ -110,6 +125,37 @@ TEST(GoldenStore, DifferentDependenciesAreNotComparable) {
     EXPECT_TRUE(check_against_golden(g, &run));
     EXPECT_EQ(run.modes[0].golden.state, "not comparable");
     EXPECT_NE(run.modes[0].golden.detail.find(c.expect), std::string::npos) << run.modes[0].golden.detail;
+  }
+  // The inverse: names, descriptions and the thread count are not compared.
+  RunResults same = synthetic_results(6, {});
+  same.identity.scenario.file = "elsewhere/synthetic.yaml";
+  same.identity.backend.description = "other words";
+  same.identity.threads = 7;
+  EXPECT_TRUE(check_against_golden(g, &same));
+  EXPECT_EQ(same.modes[0].golden.state, "pass") << same.modes[0].golden.detail;
+}
+
+// Invariant mode depends only on what can change invariant bits: weights, kernel set, backend
+// architecture, the target requests and their count.
+TEST(GoldenStore, InvariantModeDependsOnlyOnWhatCanChangeInvariantBits) {
+  std::optional<Golden> g = golden_from_results(synthetic_results(4, {}, Mode::kInvariant));
+  RunResults other_machine = synthetic_results(4, {}, Mode::kInvariant);
+  RunIdentity& id = other_machine.identity;
+  id.backend.device = {"NVIDIA H100 80GB HBM3", 132, "13.1", "13.2.0"};
+  id.scenario.file_hash ^= 1;  // e.g. other background traffic
+  id.engine.block_size = 32;
+  id.engine.parallel_units = 8;
+  id.model.spec = "checkpoint/elsewhere";
+  EXPECT_EQ(check_mode(g, other_machine, other_machine.modes[0]).state, "pass");
+  RunResults bad = other_machine;
+  bad.modes = synthetic_results(4, {{2, 1}}, Mode::kInvariant).modes;
+  EXPECT_EQ(check_mode(g, bad, bad.modes[0]).state, "mismatch");
+  for (auto mutate : std::vector<void (*)(RunIdentity*)>{
+           [](RunIdentity* i) { i->model.weights_digest ^= 1; }, [](RunIdentity* i) { i->backend.kernel_set_version++; },
+           [](RunIdentity* i) { i->backend.id = "cpu"; }, [](RunIdentity* i) { i->scenario.target_hash ^= 1; }}) {
+    RunResults run = synthetic_results(4, {}, Mode::kInvariant);
+    mutate(&run.identity);
+    EXPECT_EQ(check_mode(g, run, run.modes[0]).state, "not comparable");
   }
 }
 
@@ -133,10 +179,10 @@ TEST(GoldenStore, NoGoldenOrNoModeIsNone) {
 TEST(GoldenStore, LiveInvariantRunIsCheckedAgainstTheOneDigest) {
   std::optional<Golden> g = golden_from_results(synthetic_results(4, {}, Mode::kInvariant));
   RunResults live = synthetic_results(4, {}, Mode::kInvariant);
-  live.live = true;
+  live.identity.live = true;
   EXPECT_EQ(check_mode(g, live, live.modes[0]).state, "pass");
   RunResults live_bad = synthetic_results(4, {{3, 5}}, Mode::kInvariant);
-  live_bad.live = true;
+  live_bad.identity.live = true;
   GoldenStatus s = check_mode(g, live_bad, live_bad.modes[0]);
   EXPECT_EQ(s.state, "mismatch");
   EXPECT_NE(s.detail.find("invariant: sample 3 first differs at step 5"), std::string::npos) << s.detail;
@@ -151,11 +197,15 @@ struct MalformedCase {
 TEST(GoldenStore, MalformedFilesGiveOneLineNamingFileAndField) {
   const MalformedCase cases[] = {
       {"schema", [](nlohmann::json* j) { (*j)["samebits_golden"] = 99; }, "samebits_golden: 99 is not a known golden schema"},
-      {"no deps", [](nlohmann::json* j) { j->erase("dependencies"); }, "dependencies: missing"},
-      {"bad weights", [](nlohmann::json* j) { (*j)["dependencies"]["weights_digest"] = "xyz"; },
-       "dependencies.weights_digest: 'xyz' is not a digest"},
-      {"kernel type", [](nlohmann::json* j) { (*j)["dependencies"]["kernel_set_version"] = "one"; },
-       "dependencies.kernel_set_version: \"one\" is not an integer"},
+      {"no identity", [](nlohmann::json* j) { j->erase("identity"); }, "identity: missing"},
+      {"bad weights", [](nlohmann::json* j) { (*j)["identity"]["model"]["weights_digest"] = "xyz"; },
+       "identity.model.weights_digest: 'xyz' is not a digest"},
+      {"kernel type", [](nlohmann::json* j) { (*j)["identity"]["backend"]["kernel_set_version"] = "one"; },
+       "identity.backend.kernel_set_version: \"one\" is not an integer"},
+      {"no device", [](nlohmann::json* j) { (*j)["identity"]["backend"].erase("device"); },
+       "identity.backend.device: missing"},
+      {"sm count", [](nlohmann::json* j) { (*j)["identity"]["backend"]["device"]["sm_count"] = "many"; },
+       "identity.backend.device.sm_count: \"many\" is not an integer"},
       {"bad mode", [](nlohmann::json* j) { (*j)["modes"]["fast"] = nlohmann::json::object(); }, "modes.fast: is not a mode"},
       {"count", [](nlohmann::json* j) { (*j)["modes"]["default"]["expected"].begin().value() = -2; },
        "modes.default.expected."},

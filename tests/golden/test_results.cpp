@@ -69,7 +69,26 @@ TEST(Results, JsonRoundTripKeepsEverything) {
   ASSERT_TRUE(back.ok()) << back.status();
   EXPECT_EQ(results_to_json(*back).dump(), results_to_json(r).dump());
   EXPECT_EQ(back->modes[0].streams[1].steps, r.modes[0].streams[1].steps);
-  EXPECT_EQ(back->weights_digest, r.weights_digest);
+  EXPECT_EQ(back->identity.model.weights_digest, r.identity.model.weights_digest);
+  EXPECT_EQ(back->identity.backend.device.cublaslt, "13.1.0");
+  ASSERT_EQ(back->modes[0].figures.op_times.size(), 2u);
+  EXPECT_EQ(back->modes[0].figures.op_times[0].kind, "attention decode");
+  EXPECT_EQ(back->modes[0].figures.op_times[0].host_seconds, 0.0625);
+  EXPECT_EQ(back->modes[0].figures.host_waits, 120);
+  EXPECT_EQ(back->modes[0].figures.setup_kv_cache_seconds, 0.125);
+}
+
+TEST(Results, JsonWithoutTimingStillReads) {
+  nlohmann::json j = results_to_json(synthetic_results(3, {}));
+  j["modes"][0].erase("timing");
+  auto back = results_from_json(j, "old.json");
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_TRUE(back->modes[0].figures.op_times.empty());
+  j = results_to_json(synthetic_results(3, {}));
+  j["modes"][0]["timing"]["ops"][0]["seconds"] = "fast";
+  back = results_from_json(j, "r.json");
+  ASSERT_FALSE(back.ok());
+  EXPECT_NE(back.status().message().find("r.json: modes[0].timing.ops[0].seconds"), std::string::npos) << back.status();
 }
 
 TEST(Results, MalformedJsonNamesFileAndField) {

@@ -1,8 +1,15 @@
 #include "tests/gpu/gpu_test_support.h"
 
 #include <cmath>
+#include <cstdlib>
 
 namespace samebits::testing {
+
+bool gpu_required() {
+  const char* v = std::getenv("SAMEBITS_REQUIRE_GPU");
+  return v != nullptr && std::string(v) == "1";
+}
+
 
 const Backend* gpu_backend(std::string* why) { return cuda_backend(why); }
 

@@ -16,10 +16,18 @@ namespace samebits::testing {
 // The CUDA backend, or nullptr; *why says why not.
 const Backend* gpu_backend(std::string* why = nullptr);
 
-#define SAMEBITS_REQUIRE_GPU()                                                    \
-  std::string _samebits_why;                                                      \
-  const ::samebits::Backend* gpu = ::samebits::testing::gpu_backend(&_samebits_why); \
-  if (gpu == nullptr) GTEST_SKIP() << "no CUDA backend: " << _samebits_why
+// True when the environment sets SAMEBITS_REQUIRE_GPU=1 (the nightly GPU gate does): a missing
+// device is then a failure, not a skip, so a gate where every GPU test skipped cannot pass.
+bool gpu_required();
+
+#define SAMEBITS_REQUIRE_GPU()                                                                     \
+  std::string _samebits_why;                                                                       \
+  const ::samebits::Backend* gpu = ::samebits::testing::gpu_backend(&_samebits_why);              \
+  if (gpu == nullptr) {                                                                            \
+    if (::samebits::testing::gpu_required())                                                       \
+      GTEST_FAIL() << "SAMEBITS_REQUIRE_GPU=1 but there is no CUDA backend: " << _samebits_why;    \
+    GTEST_SKIP() << "no CUDA backend: " << _samebits_why;                                         \
+  }
 
 // n elements of T in a backend's memory with `guard` sentinel elements on each side.
 template <typename T>

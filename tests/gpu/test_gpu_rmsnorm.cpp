@@ -68,6 +68,46 @@ TEST(GpuRmsNorm, MatchesCpuBackend) {
   }
 }
 
+// The register path (16-byte aligned rows of at most 4096 values) and the plain warp path (the
+// same data one element off 16-byte alignment) must give the same bits: only memory access differs.
+TEST(GpuRmsNorm, RegisterPathEqualsPlainPathBitwise) {
+  SAMEBITS_REQUIRE_GPU();
+  const int64_t shapes[][2] = {{1000, 4096}, {40, 128}, {9, 1000}, {3, 64}};
+  uint64_t seed = 100;
+  for (const auto& s : shapes) {
+    for (bool with_residual : {false, true}) {
+      const int64_t rows = s[0], dim = s[1], n = rows * dim;
+      SCOPED_TRACE(absl::StrCat("rows=", rows, " dim=", dim, with_residual ? " +residual" : ""));
+      const auto x = random_bf16(size_t(n), ++seed, 3.f);
+      const auto r = random_bf16(size_t(n), ++seed, 3.f);
+      const auto w = random_bf16(size_t(dim), ++seed, 1.5f);
+      std::vector<bf16> y[2], h[2];
+      for (int offset : {0, 1}) {  // elements before the data: 0 keeps 16-byte alignment, 1 breaks it
+        std::vector<bf16> xo(size_t(offset), bf16{0}), ro(size_t(offset), bf16{0}), wo(size_t(offset), bf16{0});
+        xo.insert(xo.end(), x.begin(), x.end());
+        ro.insert(ro.end(), r.begin(), r.end());
+        wo.insert(wo.end(), w.begin(), w.end());
+        auto dx = device_copy(*gpu, xo);
+        auto dr = device_copy(*gpu, ro);
+        auto dw = device_copy(*gpu, wo);
+        DeviceBuffer<bf16> dy(*gpu, size_t(n + offset));
+        RmsNormArgs a;
+        a.x = dx->data() + offset, a.residual = with_residual ? dr->data() + offset : nullptr;
+        a.weight = dw->data() + offset, a.rows = rows, a.dim = dim, a.eps = 1e-6f, a.y = dy.data() + offset;
+        ExecContext ctx;  // invariant: one warp per row on both paths
+        SAMEBITS_ASSERT_OK(gpu->rmsnorm(ctx, a));
+        SAMEBITS_ASSERT_OK(gpu->synchronize(ctx));
+        const std::vector<bf16> yo = dy.download(), hr = dr->download();
+        y[offset].assign(yo.begin() + offset, yo.end());
+        h[offset].assign(hr.begin() + offset, hr.end());
+        EXPECT_EQ(dy.check_guards(), "");
+      }
+      EXPECT_TRUE(same_bits(y[0], y[1])) << "first diff " << first_diff(y[0], y[1]);
+      EXPECT_TRUE(same_bits(h[0], h[1])) << "residual stream, first diff " << first_diff(h[0], h[1]);
+    }
+  }
+}
+
 // Row `position` of a batch of `rows` rows holding `target` there.
 std::vector<bf16> norm_row_in_batch(const Backend& gpu, Mode mode, const std::vector<bf16>& target,
                                     const std::vector<bf16>& w, int64_t rows, int64_t position, uint64_t seed) {

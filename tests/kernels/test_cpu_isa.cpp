@@ -1,10 +1,15 @@
 // The CPU kernels' vector paths (kernels/cpu/isa.h): every path this machine supports gives the
-// portable path's bits, in both modes (split-K parts 1..16), for shapes with and without tails,
-// bf16 and fp32 outputs, with and without bias. Paths the CPU lacks are skipped visibly.
+// portable path's bits: linear in both modes (split-K parts 1..16), for shapes with and without
+// tails, bf16 and fp32 outputs, with and without bias; fixed_expf_array (attention's exps) against
+// fixed_expf over specials, the whole useful range and random bit patterns. Paths the CPU lacks are
+// skipped visibly.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
+#include <limits>
+#include <random>
 #include <tuple>
 #include <ostream>
 #include <string>
@@ -12,6 +17,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "kernels/cpu/cpu_ops.h"
+#include "kernels/cpu/exp_simd.h"
+#include "kernels/fixed_math.h"
 #include "kernels/cpu/isa.h"
 #include "tests/support/test_support.h"
 
@@ -105,6 +112,40 @@ TEST(IsaLinear, ComparisonSeesAnotherOrder) {
   auto w = random_bf16(size_t(one.N * one.K), 12, 0.5f);
   EXPECT_NE(linear_bytes(Isa::kPortable, one, x, w, {}), linear_bytes(Isa::kPortable, two, x, w, {}));
 }
+
+class IsaExp : public ::testing::TestWithParam<Isa> {};
+
+TEST_P(IsaExp, SameBitsAsFixedExpf) {
+  const Isa isa = GetParam();
+  if (!cpu::isa_supported(isa)) GTEST_SKIP() << "this CPU has no " << cpu::isa_name(isa);
+  std::vector<float> in = {0.f, -0.f, 1.f, -1.f, 88.72283935546875f, 88.7228469848632812f, -103.972084045410156f,
+                           -103.97209167480469f, -87.33654f, -87.5f, -100.f, 88.f, 1e-30f, -1e-30f, 3.4e38f, -3.4e38f,
+                           std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity(),
+                           std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::denorm_min()};
+  for (float x = -110.f; x < 95.f; x += 0.00731f) in.push_back(x);  // overflow, normal and subnormal results
+  std::mt19937 rng(5);
+  for (int i = 0; i < 200000; ++i) {
+    uint32_t bits = rng();
+    float x;
+    std::memcpy(&x, &bits, sizeof x);
+    in.push_back(x);
+  }
+  std::vector<float> out(in.size());
+  {
+    ScopedIsa scoped(isa);
+    cpu::fixed_expf_array(in.data(), out.data(), int64_t(in.size()));
+  }
+  int64_t differ = 0;
+  for (size_t i = 0; i < in.size(); ++i) {
+    const float want = fixed_expf(in[i]);
+    if (std::memcmp(&want, &out[i], sizeof want) != 0 && ++differ <= 5)
+      ADD_FAILURE() << "x=" << in[i] << " (" << i << "): vector " << out[i] << ", fixed_expf " << want;
+  }
+  EXPECT_EQ(differ, 0) << "of " << in.size();
+}
+
+INSTANTIATE_TEST_SUITE_P(Paths, IsaExp, ::testing::Values(Isa::kPortable, Isa::kAvx2, Isa::kAvx512),
+                         [](const auto& info) { return std::string(cpu::isa_name(info.param)); });
 
 TEST(CpuIsa, PortableAlwaysSupportedAndFirst) {
   const auto isas = cpu::supported_isas();

@@ -2,7 +2,7 @@
 // Qwen3ForCausalLM (float32, fixtures written by models/tiny_qwen/train/make_fixtures.py).
 //
 // Tolerance. transformers keeps every activation in fp32; samebits rounds activations to bf16
-// between ops (DESIGN.md, "Numerics"), which moves logits by a small fraction of their scale.
+// between ops (docs/DESIGN.md, "Numerics"), which moves logits by a small fraction of their scale.
 // The bound is relative to the scale of each case's reference logits (max |logit|):
 //   max |ours - ref| <= kRelTolerance * max |ref|        (kRelTolerance = 0.03; measured 0.005-0.013)
 // and the greedy token must be the reference's wherever the reference top-2 gap exceeds that same

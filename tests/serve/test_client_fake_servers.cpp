@@ -94,7 +94,7 @@ TEST_P(ClientModeAgainst, RecordsWhatTheServerReturnsPerToken) {
   ASSERT_TRUE(e.ok()) << e.status().message();
   EXPECT_EQ(server.requests(), 12);
   const RunResults& r = e->results;
-  EXPECT_EQ(r.backend_id, "http-Qwen-Qwen3-8B");
+  EXPECT_EQ(r.identity.backend.id, "http-Qwen-Qwen3-8B");
   ASSERT_EQ(r.modes.size(), 1u);
   const ModeResult& m = r.modes[0];
   EXPECT_EQ(m.mode, Mode::kInvariant);  // as the scenario's target claims
@@ -108,8 +108,8 @@ TEST_P(ClientModeAgainst, RecordsWhatTheServerReturnsPerToken) {
     for (int32_t t : m.groups[0].tokens) EXPECT_LT(t, 0) << "text-only tokens are grouped by interned text";
   }
   // The dependencies of a golden: the server's model card (its "created" time left out).
-  EXPECT_NE(r.model_description.find("Qwen/Qwen3-8B"), std::string::npos);
-  EXPECT_EQ(r.model_description.find("created"), std::string::npos);
+  EXPECT_NE(r.identity.model.description.find("Qwen/Qwen3-8B"), std::string::npos);
+  EXPECT_EQ(r.identity.model.description.find("created"), std::string::npos);
   std::filesystem::remove(scenario);
 }
 

@@ -60,7 +60,7 @@ TEST_F(ServeInvariant, FeynmanThroughHttpGivesOneCompletionAndOneLogprobStream) 
   ASSERT_EQ(o.code, 0) << o.out << o.err;
   json r = read_json(json_path);
   ASSERT_FALSE(r.is_discarded());
-  EXPECT_EQ(r["backend"]["id"], "http-samebits-builtin");
+  EXPECT_EQ(r["identity"]["backend"]["id"], "http-samebits-builtin");
   ASSERT_EQ(r["modes"].size(), 1u);
   const json& m = r["modes"][0];
   EXPECT_EQ(m["mode"], "invariant");
@@ -74,7 +74,7 @@ TEST_F(ServeInvariant, FeynmanThroughHttpGivesOneCompletionAndOneLogprobStream) 
   Outcome local = run_samebits("run scenarios/serve_ci.yaml --no-progress --in-process --mode invariant --threads 1 --json " + local_path);
   ASSERT_EQ(local.code, 0) << local.out << local.err;
   json l = read_json(local_path);
-  EXPECT_EQ(l["backend"]["id"], "cpu");
+  EXPECT_EQ(l["identity"]["backend"]["id"], "cpu");
   EXPECT_EQ(l["modes"][0]["streams"][0]["digest"], m["streams"][0]["digest"]);
   EXPECT_EQ(l["modes"][0]["completions"][0]["tokens"], m["completions"][0]["tokens"]);
   std::filesystem::remove(json_path);

@@ -1,0 +1,18 @@
+// fixed_expf (kernels/fixed_math.h) over an array, vectorised where the CPU allows
+// (kernels/cpu/isa.h). The vector code performs fixed_expf's operations lane by lane: the same
+// rounded range reduction, the same Horner polynomial, the same scaling by 2^n in two factors (the
+// second is exactly 1 unless n leaves [-126, 127], where fixed_expf also uses two), and the same
+// results for NaN, overflow and underflow; tests compare it with fixed_expf bitwise.
+#pragma once
+#include <cstdint>
+#include <cstring>
+
+namespace samebits::cpu {
+
+// out[i] = fixed_expf(in[i]), i < n; out may equal in.
+void fixed_expf_array(const float* in, float* out, int64_t n);
+
+void fixed_expf_array_avx2(const float* in, float* out, int64_t n);
+void fixed_expf_array_avx512(const float* in, float* out, int64_t n);
+
+}  // namespace samebits::cpu
