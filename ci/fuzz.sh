@@ -1,50 +1,106 @@
 #!/usr/bin/env bash
 # Fuzzing of every reader of other people's files (fuzz/, docs/THREAT_MODEL.md). Builds the `fuzz`
-# preset (clang 14, libFuzzer, ASan + UBSan, leaks checked) and runs each target in turn on a copy
-# of its seed corpus (fuzz/corpus/<target>/), one process at a time.
+# preset (clang 14, libFuzzer, ASan + UBSan, leaks checked) and runs every target on a copy of its
+# seed corpus (fuzz/corpus/<target>/) as libFuzzer jobs in a pool of nproc workers.
 #   ci/fuzz.sh ci [SECONDS]        each target for SECONDS (default 20): the bounded CI run
 #   ci/fuzz.sh nightly [RUNS]      each target to RUNS executions (default 10000000)
-# OUT (default fuzz-out/) receives each target's log, its grown corpus and any crash input, and
-# summary.md: target, executions, seconds, crashes (crash, leak, timeout or out-of-memory inputs).
-# Exit status: 0 when no target found anything, 1 otherwise, 2 when the build failed.
+# Nightly, each target's RUNS are split into FUZZ_JOBS jobs (default 32) of RUNS/FUZZ_JOBS
+# executions each, sharing the target's corpus (each job picks up the others' finds). The jobs are
+# queued target by target, cheapest target first: every core stays busy until the last job (a job
+# is a small share of a target), and under a deadline the cheap targets complete rather than every
+# target stopping part way. A job's count is exact (libFuzzer's -runs), so a target's executions
+# are the sum over its jobs.
+# Environment:
+#   OUT            output folder (default fuzz-out/): summary.md, each job's log (logs/), the grown
+#                  corpora (corpus/), crash, leak, timeout and out-of-memory inputs (crashes/)
+#   FUZZ_BIN       folder of already built targets: no build (e.g. binaries copied to another host)
+#   FUZZ_WORKERS   parallel jobs (default nproc)
+#   FUZZ_JOBS      jobs per target in nightly mode (default 32)
+#   FUZZ_DEADLINE  seconds: no job runs past this time after the start (-max_total_time); a target
+#                  that stops short of RUNS is reported short and fails the run
+# Exit status: 0 when every target reached its executions with nothing found, 1 otherwise, 2 when
+# the build failed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 MODE="${1:-ci}"
 OUT="${OUT:-fuzz-out}"
+WORKERS="${FUZZ_WORKERS:-$(nproc)}"
 case "$MODE" in
-  ci) LIMIT=(-max_total_time="${2:-20}") ;;
-  nightly) LIMIT=(-runs="${2:-10000000}") ;;
+  ci) SECONDS_EACH="${2:-20}"; JOBS=1 ;;
+  nightly) RUNS="${2:-10000000}"; JOBS="${FUZZ_JOBS:-32}" ;;
   *) echo "usage: ci/fuzz.sh ci [SECONDS] | nightly [RUNS]" >&2; exit 2 ;;
 esac
-TARGETS=(fuzz_scenario fuzz_golden fuzz_results fuzz_trace fuzz_hf_config fuzz_safetensors_header)
-# The HTTP request parser of `samebits serve`, once it exists.
+# Cheapest first (by executions per CPU second; the last three parse, check and write back whole
+# documents of a few KB per execution). The HTTP request parser of `samebits serve` once it exists.
+TARGETS=(fuzz_hf_config)
 [[ -f harness/serve/openai_request.h ]] && TARGETS+=(fuzz_http_request)
+TARGETS+=(fuzz_safetensors_header fuzz_scenario fuzz_golden fuzz_trace fuzz_results)
 
 mkdir -p "$OUT"
-cmake --preset fuzz >"$OUT/configure.log" 2>&1 && cmake --build --preset fuzz -j"$(nproc)" >"$OUT/build.log" 2>&1 || {
-  tail -20 "$OUT/configure.log" "$OUT/build.log"; echo "fuzz: build failed (logs in $OUT/)" >&2; exit 2; }
+OUT="$(cd "$OUT" && pwd)"
+if [[ -n "${FUZZ_BIN:-}" ]]; then
+  BIN="$(cd "$FUZZ_BIN" && pwd)"
+else
+  BIN="$PWD/build/fuzz/fuzz"
+  cmake --preset fuzz >"$OUT/configure.log" 2>&1 && cmake --build --preset fuzz -j"$WORKERS" >"$OUT/build.log" 2>&1 || {
+    tail -20 "$OUT/configure.log" "$OUT/build.log"; echo "fuzz: build failed (logs in $OUT/)" >&2; exit 2; }
+fi
+for t in "${TARGETS[@]}"; do
+  [[ -x "$BIN/$t" ]] || { echo "fuzz: $BIN/$t missing" >&2; exit 2; }
+  mkdir -p "$OUT/corpus/$t" "$OUT/crashes/$t" "$OUT/logs"
+  cp -n fuzz/corpus/"$t"/* "$OUT/corpus/$t"/ 2>/dev/null
+done
+
+START=$(date +%s)
+# One libFuzzer job: TARGET INDEX. Leaks are checked at exit of every input (ASan's
+# detect_leaks, libFuzzer's -detect_leaks=1).
+run_job() {
+  local t="$1" i="$2" limit=()
+  if [[ $MODE == ci ]]; then
+    limit=(-max_total_time="$SECONDS_EACH")
+  else
+    limit=(-runs="$(((RUNS + JOBS - 1) / JOBS))")
+    if [[ -n "${FUZZ_DEADLINE:-}" ]]; then
+      local left=$((START + FUZZ_DEADLINE - $(date +%s)))
+      ((left < 1)) && { echo "skipped: deadline" >"$OUT/logs/$t.$i.log"; return 0; }
+      limit+=(-max_total_time="$left")
+    fi
+  fi
+  "$BIN/$t" "${limit[@]}" -timeout=10 -rss_limit_mb=2048 -detect_leaks=1 -print_final_stats=1 \
+    -artifact_prefix="$OUT/crashes/$t/job$i-" "$OUT/corpus/$t" >"$OUT/logs/$t.$i.log" 2>&1
+  echo "exit $?" >>"$OUT/logs/$t.$i.log"
+}
+export -f run_job
+export MODE OUT BIN START JOBS SECONDS_EACH RUNS FUZZ_DEADLINE 2>/dev/null
+for t in "${TARGETS[@]}"; do for ((i = 0; i < JOBS; i++)); do echo "$t $i"; done; done |
+  xargs -P "$WORKERS" -L 1 bash -c 'run_job "$0" "$1"'
+WALL=$(($(date +%s) - START))
 
 status=0
 {
-  echo "# samebits fuzzing ($MODE: ${LIMIT[*]})"
+  echo "# samebits fuzzing ($MODE: $([[ $MODE == ci ]] && echo "${SECONDS_EACH} s per target" || echo "$RUNS executions per target in $JOBS jobs"), $WORKERS workers, ${WALL} s)"
   echo
-  echo "| target | executions | seconds | crashes |"
-  echo "|---|---:|---:|---:|"
+  echo "| target | executions | jobs | crashes | leaks | timeouts | out of memory | result |"
+  echo "|---|---:|---:|---:|---:|---:|---:|---|"
 } >"$OUT/summary.md"
 for t in "${TARGETS[@]}"; do
-  corpus="$OUT/corpus/$t"
-  mkdir -p "$corpus" "$OUT/crashes/$t"
-  cp -n fuzz/corpus/"$t"/* "$corpus"/ 2>/dev/null
-  start=$(date +%s)
-  ./build/fuzz/fuzz/"$t" "${LIMIT[@]}" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
-    -artifact_prefix="$OUT/crashes/$t/" "$corpus" >"$OUT/$t.log" 2>&1
-  rc=$?
-  seconds=$(($(date +%s) - start))
-  runs=$(grep -oE 'stat::number_of_executed_units: *[0-9]+' "$OUT/$t.log" | grep -oE '[0-9]+$' | tail -1)
-  crashes=$(find "$OUT/crashes/$t" -type f | wc -l)
-  ((rc != 0 || crashes != 0)) && status=1
-  echo "| $t | ${runs:-?} | $seconds | $crashes$( ((rc != 0)) && echo " (exit $rc)") |" >>"$OUT/summary.md"
-  echo "fuzz: $t: ${runs:-?} executions in ${seconds}s, $crashes crash input(s), exit $rc"
+  runs=0 failed_jobs=0 jobs_run=0
+  for log in "$OUT"/logs/"$t".*.log; do
+    grep -q '^skipped' "$log" && continue
+    jobs_run=$((jobs_run + 1))
+    # The final count, or the last status line where a job ended without its final stats.
+    n=$(grep -oE 'stat::number_of_executed_units: *[0-9]+' "$log" | grep -oE '[0-9]+$' | tail -1)
+    [[ -z $n ]] && n=$(grep -oE '^#[0-9]+' "$log" | tail -1 | tr -d '#')
+    runs=$((runs + ${n:-0}))
+    grep -q '^exit 0$' "$log" || failed_jobs=$((failed_jobs + 1))
+  done
+  count() { find "$OUT/crashes/$t" -type f -name "job*-$1-*" | wc -l; }
+  crashes=$(count crash) leaks=$(count leak) timeouts=$(count timeout) ooms=$(count oom)
+  result=ok
+  ((crashes + leaks + timeouts + ooms > 0 || failed_jobs > 0)) && result="FAILED ($failed_jobs job(s) exited non-zero)"
+  [[ $MODE == nightly ]] && ((runs < RUNS)) && [[ $result == ok ]] && result="SHORT of $RUNS"
+  [[ $result != ok ]] && status=1
+  echo "| $t | $runs | $jobs_run | $crashes | $leaks | $timeouts | $ooms | $result |" >>"$OUT/summary.md"
 done
 cat "$OUT/summary.md"
 exit $status

@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Nightly CPU gate: build, run `ctest -L "determinism|mutation"`, run the full Feynman experiment (1000
 # samples, both modes) and check it against golden/feynman/cpu.json; then the slow label (the
-# 100,000-request engine soak and the stress run), the asan preset (ASan + UBSan) over the unit,
-# golden and determinism labels (the command-line tests are in unit), and every fuzz target to
-# 10M executions (ci/fuzz.sh nightly). The sanitizer build runs here, not in CI: a second full
-# build in Debug with ASan plus the determinism label under ASan would add well over ten minutes
-# to CI's 2 cores. Writes into OUT (default nightly-cpu/): JUnit XML (ctest's and samebits'), the
-# Markdown summary, JSON results, the fuzz summary and logs.
+# 100,000-request engine soak and the stress run), the asan preset (ASan + UBSan, every finding
+# fatal) over the unit, golden, cli and determinism labels, and every fuzz target to 10M
+# executions (ci/fuzz.sh nightly: executions, crashes and leaks per target in fuzz/summary.md).
+# The sanitizer run belongs here, not in CI: it is a second build of the whole project (no cache on
+# a clean clone) and the determinism label under ASan, which together would take CI's 2 cores past
+# its ~30-minute budget (figures in docs/THREAT_MODEL.md). Writes into OUT (default nightly-cpu/):
+# JUnit XML (ctest's and samebits'), the Markdown summary, JSON results, the fuzz summary and logs.
 # Exit status: 0 when every step passed, else the first failing step's status.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -26,8 +27,9 @@ step slow ctest --preset cpu -L slow --output-on-failure --output-junit "$PWD/$O
 grep -h "^soak:" "$OUT/slow.log" > "$OUT/soak.txt"
 step asan_configure cmake --preset asan &&
   step asan_build cmake --build --preset asan -j2 &&
-  step asan_tests env ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 ctest --test-dir build/asan -L 'unit|golden|determinism' -j2 --output-on-failure \
+  step asan_tests env ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 ctest --test-dir build/asan -L 'unit|golden|cli|determinism' -j2 --output-on-failure \
     --output-junit "$PWD/$OUT/ctest_asan.xml"
+asan_rc=$?
 step fuzz env OUT="$OUT/fuzz" ci/fuzz.sh nightly
 {
   echo "# samebits nightly (CPU)"
@@ -39,6 +41,8 @@ step fuzz env OUT="$OUT/fuzz" ci/fuzz.sh nightly
   echo "## Engine soak"
   echo
   sed 's/^/    /' "$OUT/soak.txt" 2>/dev/null
+  echo
+  echo "ASan + UBSan (unit, golden, cli, determinism): $( ((asan_rc == 0)) && echo clean || echo "FAILED (exit $asan_rc, asan_*.log)")"
   echo
   cat "$OUT/fuzz/summary.md" 2>/dev/null
 } > "$OUT/summary.md"

@@ -183,11 +183,7 @@ absl::StatusOr<Golden> golden_from_json(const json& j, const std::string& file) 
   if (f.get("samebits_golden", &schema) && schema != kGoldenSchemaVersion)
     f.fail("samebits_golden", absl::StrCat(schema, " is not a known golden schema (expected ", kGoldenSchemaVersion, ")"));
   f.get("scenario", &g.scenario);
-  if (const json* id = f.object("identity"); id && f.status().ok()) {
-    auto identity = identity_from_json(*id, file, "identity");
-    if (!identity.ok()) return identity.status();
-    g.identity = std::move(*identity);
-  }
+  if (!read_identity_member(f, &g.identity)) return f.status();
   if (const json* modes = f.object("modes")) {
     for (const auto& [name, value] : modes->items()) {
       auto mode = parse_mode(name);

@@ -217,11 +217,7 @@ absl::StatusOr<RunResults> results_from_json(const json& j, const std::string& f
   int schema = 0;
   if (f.get("samebits_results", &schema) && schema != kResultsSchema)
     f.fail("samebits_results", absl::StrCat(schema, " is not a known results schema (expected ", kResultsSchema, ")"));
-  if (const json* id = f.object("identity"); id && f.status().ok()) {
-    auto identity = identity_from_json(*id, file, "identity");
-    if (!identity.ok()) return identity.status();
-    r.identity = std::move(*identity);
-  }
+  if (!read_identity_member(f, &r.identity)) return f.status();
   if (const json* modes = f.array("modes")) {
     for (size_t i = 0; i < modes->size() && f.status().ok(); ++i) {
       auto m = mode_from_json((*modes)[i], file, absl::StrCat("modes[", i, "]"));

@@ -32,6 +32,29 @@ uint64_t target_requests_hash(const Scenario& sc) {
   append_le<int32_t>(&bytes, sc.sampling.top_k);
   append_le<float>(&bytes, sc.sampling.top_p);
   append_le<uint64_t>(&bytes, sc.sampling.seed);
+  // The other two ways of giving the prompt, appended only when used, so that the hash of a scenario
+  // with a text prompt is what it always was (goldens recorded before stay comparable).
+  if (!sc.prompt_tokens.empty()) {
+    bytes += "prompt_tokens";
+    append_le<uint64_t>(&bytes, sc.prompt_tokens.size());
+    for (int32_t t : sc.prompt_tokens) append_le<int32_t>(&bytes, t);
+  }
+  if (!sc.messages.empty()) {
+    bytes += "messages";
+    append_le<uint64_t>(&bytes, sc.messages.size());
+    auto text = [&](const std::string& s) {
+      append_le<uint64_t>(&bytes, s.size());
+      bytes += s;
+    };
+    for (const ChatMessage& m : sc.messages) {
+      text(m.role);
+      text(m.content);
+      append_le<uint8_t>(&bytes, m.reasoning_content.has_value() ? 1 : 0);
+      if (m.reasoning_content) text(*m.reasoning_content);
+    }
+    append_le<uint8_t>(&bytes, sc.chat.add_generation_prompt ? 1 : 0);
+    append_le<uint8_t>(&bytes, !sc.chat.enable_thinking.has_value() ? 2 : *sc.chat.enable_thinking ? 1 : 0);
+  }
   return bytes_digest(bytes);
 }
 
@@ -44,6 +67,17 @@ RunIdentity make_run_identity(const Scenario& sc, const std::string& model_descr
   id.engine = sc.engine;
   id.threads = threads;
   id.live = live;
+  id.samples = samples;
+  return id;
+}
+
+RunIdentity make_client_identity(const Scenario& sc, const ServedTarget& target, int samples) {
+  RunIdentity id;
+  id.scenario = {sc.name, sc.file, sc.file_hash, target_requests_hash(sc)};
+  id.model = {target.model, target.card, target.model_digest};
+  id.backend = {"http", target.backend_id, target.description, BackendDevice{}, target.kernel_set_version};
+  id.engine = sc.engine;
+  id.live = true;
   id.samples = samples;
   return id;
 }
@@ -130,6 +164,18 @@ absl::StatusOr<RunIdentity> identity_from_json(const json& j, const std::string&
     f.fail("samples", absl::StrCat(id.samples, " is not in [1, 100000]"));
   if (!f.status().ok()) return f.status();
   return id;
+}
+
+bool read_identity_member(JsonFields& f, RunIdentity* out) {
+  const json* id = f.object("identity");
+  if (id == nullptr || !f.status().ok()) return false;
+  auto identity = identity_from_json(*id, f.file(), f.field("identity"));
+  if (!identity.ok()) {
+    f.merge(identity.status());
+    return false;
+  }
+  *out = std::move(*identity);
+  return true;
 }
 
 namespace {

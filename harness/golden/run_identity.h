@@ -4,7 +4,7 @@
 //
 // What a golden depends on (incomparability()):
 //   invariant mode — only what can change invariant bits: the target requests (scenario.target_hash:
-//     prompt, max_new_tokens, stop_at_eos, sampling), the sample count, the model (weights digest),
+//     prompt however given, max_new_tokens, stop_at_eos, sampling), the sample count, the model (weights digest),
 //     the kernel set version and the backend architecture (backend.id, e.g. "cuda-sm90"). Background
 //     traffic, engine settings, the device model, SM count, thread count and library versions cannot
 //     change them (the invariance contract; the engine and kernel tests hold it).
@@ -19,6 +19,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "harness/golden/json_fields.h"
 #include "harness/scenario/scenario.h"
 #include "kernels/backend.h"
 #include "kernels/mode.h"
@@ -58,17 +59,38 @@ struct RunIdentity {
 };
 
 // XXH3 over the target requests' definition: prompt text, max_new_tokens, stop_at_eos, sampling
-// (temperature, top_k, top_p, seed), in a fixed little-endian layout.
+// (temperature, top_k, top_p, seed), then prompt_tokens and the chat messages with their options
+// where the scenario gives the prompt that way, in a fixed little-endian layout.
 uint64_t target_requests_hash(const Scenario& scenario);
 
 // The identity of running `scenario` (overrides applied) with `samples` targets.
 RunIdentity make_run_identity(const Scenario& scenario, const std::string& model_description,
                               uint64_t weights_digest, const Backend& backend, int samples, int threads, bool live);
 
+// What a client-mode run knows of the server it examined (harness/client queries it).
+struct ServedTarget {
+  std::string model;           // the model id requests name
+  std::string card;            // what the server reports about that model (for people)
+  uint64_t model_digest = 0;   // samebits serve: its weights digest; other servers: XXH3 of the card
+  std::string backend_id;      // http-<model> (client::target_backend_id)
+  std::string description;     // API, URL and what the digests cover (for people)
+  int kernel_set_version = 0;  // samebits serve's; 0 for other servers
+};
+
+// The identity of running `scenario` against a server: the server stands where the backend would
+// ("http", its backend id); the scenario's engine settings shaped the traffic, the server's own
+// settings are its business. Always live.
+RunIdentity make_client_identity(const Scenario& scenario, const ServedTarget& target, int samples);
+
 nlohmann::json identity_to_json(const RunIdentity& identity);
 // Reads the "identity" object at `path` of `file` (for messages); one line naming file and field.
 absl::StatusOr<RunIdentity> identity_from_json(const nlohmann::json& json, const std::string& file,
                                                const std::string& path);
+
+// Reads the "identity" member of the object `fields` reads: results, traces and goldens embed the
+// identity there. False, with fields' status set (one line naming file and field), when the member
+// is missing or malformed.
+bool read_identity_member(JsonFields& fields, RunIdentity* out);
 
 // Why a golden recorded under `golden` cannot be compared with a run of `run` in `mode`: names the
 // first differing field with both values ("" when comparable). See the header comment for which

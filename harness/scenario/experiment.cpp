@@ -62,20 +62,13 @@ absl::Status run_client_mode(Experiment& e, const ExperimentOptions& o) {
   auto run = client::run_against_target(e.scenario, e.workload, mode, &texts, &figures, report_samples);
   if (o.progress) o.progress({mode, run.ok() ? e.workload.samples : 0, e.workload.samples, true});
   if (!run.ok()) return absl::Status(run.status().code(), absl::StrCat(t.url, ": ", run.status().message()));
-  RunIdentity& id = e.results.identity;
-  id = RunIdentity{};
-  id.scenario = {e.scenario.name, e.scenario.file, e.scenario.file_hash, target_requests_hash(e.scenario)};
-  id.model = {t.model, info->card, info->is_samebits ? info->weights_digest : info->card_digest};
-  id.backend.name = "http";
-  id.backend.id = e.backend_id;
-  id.backend.description =
-      absl::StrCat(t.api, " API at ", t.url, info->is_samebits ? " (samebits serve, " + info->backend_id + ")" : "",
-                   figures.samebits_digests ? "; digests over token ids and fp32 logits"
-                                            : "; digests over returned tokens and logprobs");
-  id.backend.kernel_set_version = info->kernel_set_version;
-  id.engine = e.scenario.engine;  // the server's own settings are its business; these shaped the traffic
-  id.live = true;
-  id.samples = e.workload.samples;
+  ServedTarget served{t.model, info->card, info->is_samebits ? info->weights_digest : info->card_digest, e.backend_id,
+                      absl::StrCat(t.api, " API at ", t.url,
+                                   info->is_samebits ? " (samebits serve, " + info->backend_id + ")" : "",
+                                   figures.samebits_digests ? "; digests over token ids and fp32 logits"
+                                                            : "; digests over returned tokens and logprobs"),
+                      info->kernel_set_version};
+  e.results.identity = make_client_identity(e.scenario, served, e.workload.samples);
   RunResults& r = e.results;
   r.modes.push_back(analyze_mode(mode, run->targets, run->figures, texts));
   e.runs.push_back(std::move(*run));

@@ -114,11 +114,7 @@ absl::StatusOr<Trace> trace_from_json(const json& j, const std::string& file) {
   int version = 0;
   if (f.get("samebits_trace", &version) && version != kTraceVersion)
     f.fail("samebits_trace", absl::StrCat(version, " is not a known trace version (expected ", kTraceVersion, ")"));
-  if (const json* id = f.object("identity"); id && f.status().ok()) {
-    auto identity = identity_from_json(*id, file, "identity");
-    if (!identity.ok()) return identity.status();
-    t.identity = std::move(*identity);
-  }
+  if (!read_identity_member(f, &t.identity)) return f.status();
   const int samples = t.identity.samples;
   std::set<uint64_t> ids;
   std::set<int> target_samples;

@@ -5,9 +5,11 @@
 #include <sys/socket.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
 #include "harness/golden/digest.h"
 #include "harness/serve/openai_response.h"
 #include "httplib.h"
@@ -22,6 +24,15 @@ void send_error(httplib::Response& res, const ApiError& e) {
   res.status = e.status;
   if (e.status == 429) res.set_header("Retry-After", "1");
   res.set_content(dump(error_json(e)), "application/json");
+}
+
+// The model spec as clients may see it: a checkpoint directory by its last component only, so
+// the card does not tell every client where the operator keeps files.
+std::string public_model_spec(const std::string& spec) {
+  if (spec == "builtin" || spec.rfind("synthetic:", 0) == 0) return spec;
+  std::filesystem::path p = std::filesystem::path(spec).lexically_normal();
+  if (p.filename().empty()) p = p.parent_path();
+  return p.filename().string();
 }
 
 struct Context {
@@ -171,8 +182,8 @@ int run_serve(const ServeOptions& o) {
                     {"owned_by", "samebits"},
                     {"max_model_len", ctx.limits.max_model_len},
                     {"samebits",
-                     {{"model", o.model},
-                      {"description", model->description},
+                     {{"model", public_model_spec(o.model)},
+                      {"description", absl::StrReplaceAll(model->description, {{o.model, public_model_spec(o.model)}})},
                       {"weights_digest", digest_hex(model->weights_digest)},
                       {"backend_id", backend->id},
                       {"mode", std::string(mode_name(o.mode))},

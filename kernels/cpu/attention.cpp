@@ -17,7 +17,10 @@
 // that GQA group from shared K/V reads; no reduction is ever split across threads, so both modes
 // give the same bits for any thread count.
 // The exps of a range's keys are computed together by cpu::fixed_expf_array (AVX2/AVX-512 where
-// the CPU has them; bitwise fixed_expf), then added key by key in key order.
+// the CPU has them; bitwise fixed_expf), then added key by key in key order. Where the CPU has
+// AVX2 or AVX-512 (kernels/cpu/isa.h), the q.k scores and the p.v accumulation go to the vector
+// paths of kernels/cpu/attention_simd.h (the same roundings per head and key; tests compare every
+// path with this one bitwise); l, the sum of the exps, stays a scalar sum in key order.
 #include <algorithm>
 #include <string>
 #include <vector>
@@ -25,7 +28,9 @@
 #include "kernels/attention_host.h"
 #include "kernels/attention_math.h"
 #include "kernels/cpu/cpu_ops.h"
+#include "kernels/cpu/attention_simd.h"
 #include "kernels/cpu/exp_simd.h"
+#include "kernels/cpu/isa.h"
 #include "kernels/cpu/lanes.h"
 #include "kernels/cpu/threading.h"
 #include "kernels/fixed_math.h"
@@ -37,6 +42,7 @@ namespace {
 struct Scratch {
   std::vector<float> q, scores, exps, m, l, acc, o;
   std::vector<const bf16*> k_rows, v_rows;
+  std::vector<float*> head_acc;
   std::vector<AttentionKeyRange> sources;
 };
 
@@ -83,8 +89,9 @@ void prefetch_row(const bf16* row, int head_dim) {
 
 // Output rows of token t (sequence s) for the q heads of one kv head (its GQA group). The heads
 // share every K and V row read; each head's partials and merge follow attention_math.h exactly.
-void attend_group(const AttentionArgs& a, int s, int64_t t, int kv_head, Scratch& sc) {
+void attend_group(const AttentionArgs& a, int s, int64_t t, int kv_head, cpu::Isa isa, Scratch& sc) {
   const int hd = a.head_dim;
+  const int64_t q_stride = (hd + cpu::kLanes - 1) / cpu::kLanes * cpu::kLanes;  // zero-padded rows
   const int group = a.num_q_heads / a.num_kv_heads;
   const int first_head = kv_head * group;
   const int64_t q_begin = a.query_start[s];
@@ -94,9 +101,10 @@ void attend_group(const AttentionArgs& a, int s, int64_t t, int kv_head, Scratch
   const SeqRows rows{&a,     a.block_tables + int64_t(s) * a.max_blocks_per_seq, q_begin, cached,
                      int64_t(kv_head) * hd, int64_t(a.num_kv_heads) * hd};
 
-  sc.q.resize(size_t(group) * hd);
+  sc.q.assign(size_t(group * q_stride), 0.f);
   const bf16* q_rows = a.q + (t * a.num_q_heads + first_head) * hd;
-  for (int64_t d = 0; d < int64_t(group) * hd; ++d) sc.q[d] = to_float(q_rows[d]);
+  for (int g = 0; g < group; ++g)
+    for (int d = 0; d < hd; ++d) sc.q[g * q_stride + d] = to_float(q_rows[g * hd + d]);
 
   attention_key_ranges(a.plan, cached, q_len, p, &sc.sources);
   const int n = int(sc.sources.size());
@@ -120,10 +128,18 @@ void attend_group(const AttentionArgs& a, int s, int64_t t, int kv_head, Scratch
     }
     rows.gather(src, sc.k_rows.data(), sc.v_rows.data());
     constexpr int kAhead = 4;  // rows prefetched ahead: paged rows defeat the stride prefetcher
-    for (int64_t j = 0; j < len; ++j) {
-      if (j + kAhead < len) prefetch_row(sc.k_rows[j + kAhead], hd);
-      for (int g = 0; g < group; ++g) {
-        sc.scores[g * len + j] = cpu::dot_lanes(sc.q.data() + int64_t(g) * hd, sc.k_rows[j], hd) * a.scale;
+    const cpu::AttentionScoresJob scores{sc.q.data(), q_stride, group, hd, a.scale, sc.k_rows.data(), len,
+                                         sc.scores.data()};
+    if (isa == cpu::Isa::kAvx512) {
+      cpu::attention_scores_avx512(scores);
+    } else if (isa == cpu::Isa::kAvx2) {
+      cpu::attention_scores_avx2(scores);
+    } else {
+      for (int64_t j = 0; j < len; ++j) {
+        if (j + kAhead < len) prefetch_row(sc.k_rows[j + kAhead], hd);
+        for (int g = 0; g < group; ++g) {
+          sc.scores[g * len + j] = cpu::dot_lanes(sc.q.data() + g * q_stride, sc.k_rows[j], hd) * a.scale;
+        }
       }
     }
     AttentionPartialState state[64];
@@ -138,11 +154,22 @@ void attend_group(const AttentionArgs& a, int s, int64_t t, int kv_head, Scratch
         for (int64_t j = 0; j < len; ++j) e[j] = sc.scores[(g0 + g) * len + j] - state[g].m;
         cpu::fixed_expf_array(e, e, len);
       }
-      for (int64_t j = 0; j < len; ++j) {
-        if (j + kAhead < len) prefetch_row(sc.v_rows[j + kAhead], hd);
+      if (isa != cpu::Isa::kPortable) {
+        sc.head_acc.resize(size_t(gn));
         for (int g = 0; g < gn; ++g) {
-          const size_t at = size_t(g0 + g) * n + i;
-          attention_partial_add_exp(state[g], sc.exps[(g0 + g) * len + j], sc.v_rows[j], &sc.acc[at * hd], hd);
+          sc.head_acc[g] = &sc.acc[(size_t(g0 + g) * n + i) * hd];
+          const float* e = &sc.exps[(g0 + g) * len];
+          for (int64_t j = 0; j < len; ++j) state[g].l = state[g].l + e[j];  // key order
+        }
+        const cpu::AttentionValuesJob values{&sc.exps[g0 * len], sc.v_rows.data(), len, gn, hd, sc.head_acc.data()};
+        if (isa == cpu::Isa::kAvx512) cpu::attention_values_avx512(values); else cpu::attention_values_avx2(values);
+      } else {
+        for (int64_t j = 0; j < len; ++j) {
+          if (j + kAhead < len) prefetch_row(sc.v_rows[j + kAhead], hd);
+          for (int g = 0; g < gn; ++g) {
+            const size_t at = size_t(g0 + g) * n + i;
+            attention_partial_add_exp(state[g], sc.exps[(g0 + g) * len + j], sc.v_rows[j], &sc.acc[at * hd], hd);
+          }
         }
       }
       for (int g = 0; g < gn; ++g) {
@@ -180,13 +207,14 @@ absl::Status cpu_attention(const ExecContext& ctx, const AttentionArgs& args) {
   // never how.
   const int64_t items = args.T * args.num_kv_heads;
   const int threads = int(std::min<int64_t>(cpu::thread_count(ctx), items));
+  const cpu::Isa isa = cpu::active_isa();
 #pragma omp parallel num_threads(threads)
   {
     Scratch scratch;
 #pragma omp for schedule(dynamic, 1)
     for (int64_t item = 0; item < items; ++item) {
       const int64_t t = item / args.num_kv_heads;
-      attend_group(args, seq_of_token[t], t, int(item % args.num_kv_heads), scratch);
+      attend_group(args, seq_of_token[t], t, int(item % args.num_kv_heads), isa, scratch);
     }
   }
   return absl::OkStatus();

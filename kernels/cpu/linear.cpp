@@ -25,6 +25,7 @@
 // vector paths of kernels/cpu/linear_simd.h instead: the same operations per output, wider
 // registers and blocks of rows x columns; tests compare every path with this one bitwise.
 #include <memory>
+#include <vector>
 
 #include "kernels/cpu/cpu_ops.h"
 #include "kernels/cpu/isa.h"
@@ -98,21 +99,22 @@ inline void dot_columns(const float* x, const bf16* w, int64_t K, int64_t part_l
   }
 }
 
-// Every output of rows [m0, m1) x columns [n0, n1); out(m, n, v) finishes each.
+// Every output of rows [m0, m1) x columns [n0, n1); out(m, n, v) finishes each. Rows of xf are
+// ldx apart.
 template <typename Out>
-void compute_block(const float* xf, const bf16* w, int64_t K, int64_t part_len, int64_t m0, int64_t m1,
-                   int64_t n0, int64_t n1, Out&& out) {
+void compute_block(const float* xf, int64_t ldx, const bf16* w, int64_t K, int64_t part_len, int64_t m0,
+                   int64_t m1, int64_t n0, int64_t n1, Out&& out) {
   int64_t n = n0;
   float sums[kColumnBlock];
   for (; n + kColumnBlock <= n1; n += kColumnBlock) {
     for (int64_t m = m0; m < m1; ++m) {
-      dot_columns<kColumnBlock>(xf + m * K, w + n * K, K, part_len, sums);
+      dot_columns<kColumnBlock>(xf + m * ldx, w + n * K, K, part_len, sums);
       for (int c = 0; c < kColumnBlock; ++c) out(m, n + c, sums[c]);
     }
   }
   for (; n < n1; ++n) {
     for (int64_t m = m0; m < m1; ++m) {
-      dot_columns<1>(xf + m * K, w + n * K, K, part_len, sums);
+      dot_columns<1>(xf + m * ldx, w + n * K, K, part_len, sums);
       out(m, n, sums[0]);
     }
   }
@@ -127,10 +129,13 @@ absl::Status cpu_linear(const ExecContext& ctx, const LinearArgs& a) {
   const int64_t tiles_m = (M + kTileM - 1) / kTileM, tiles_n = (N + kTileN - 1) / kTileN;
   constexpr int64_t kMinWorkPerThread = 1 << 17;  // multiply-adds (~25 us): below, one thread
 
-  // x widened to fp32 once per call.
-  std::unique_ptr<float[]> xf(new float[M * K]);
+  // x widened to fp32 once per call, rows zero-padded to a multiple of 16 (the vector paths read
+  // whole 16-value groups; the portable path reads [0, K) of each row).
+  const int64_t ldx = (K + kLanes - 1) / kLanes * kLanes;
+  std::unique_ptr<float[]> xf(new float[M * ldx]);
   cpu::parallel_for(ctx, M, [&](int64_t m) {
-    for (int64_t k = 0; k < K; ++k) xf[m * K + k] = to_float(a.x[m * K + k]);
+    for (int64_t k = 0; k < K; ++k) xf[m * ldx + k] = to_float(a.x[m * K + k]);
+    for (int64_t k = K; k < ldx; ++k) xf[m * ldx + k] = 0.0f;
   }, K, kMinWorkPerThread);
 
   auto finish = [&](int64_t m, int64_t n, float v) {
@@ -147,11 +152,14 @@ absl::Status cpu_linear(const ExecContext& ctx, const LinearArgs& a) {
     int64_t m0 = (t / tiles_n) * kTileM, n0 = (t % tiles_n) * kTileN;
     const int64_t m1 = std::min(M, m0 + kTileM), n1 = std::min(N, n0 + kTileN);
     if (isa == cpu::Isa::kPortable) {
-      compute_block(xf.get(), a.w, K, part_len, m0, m1, n0, n1, finish);
+      compute_block(xf.get(), ldx, a.w, K, part_len, m0, m1, n0, n1, finish);
       return;
     }
+    thread_local std::vector<float> panel;
+    if (int64_t(panel.size()) < cpu::kLinearPanelColumns * ldx) panel.resize(size_t(cpu::kLinearPanelColumns * ldx));
     float sums[kTileM * kTileN];
-    const cpu::LinearTile tile{xf.get() + m0 * K, a.w + n0 * K, K, part_len, m1 - m0, n1 - n0, sums};
+    const cpu::LinearTile tile{xf.get() + m0 * ldx, a.w + n0 * K, K, ldx, part_len, m1 - m0, n1 - n0,
+                               panel.data(), sums};
     if (isa == cpu::Isa::kAvx512) cpu::linear_tile_avx512(tile); else cpu::linear_tile_avx2(tile);
     for (int64_t m = m0; m < m1; ++m)
       for (int64_t n = n0; n < n1; ++n) finish(m, n, sums[(m - m0) * (n1 - n0) + (n - n0)]);

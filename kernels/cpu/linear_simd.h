@@ -1,10 +1,12 @@
-// The linear kernel's vector paths (kernels/cpu/linear_avx2.cpp, linear_avx512.cpp), chosen at run
+// The linear kernel's vector paths (kernels/cpu/vector_avx2.cpp, vector_avx512.cpp), chosen at run
 // time by kernels/cpu/isa.h. Each computes a tile of outputs with exactly linear.cpp's arithmetic:
 // per split-K part, 16 lanes (lane l: k = l, l+16, ... from +0, one rounded product then one rounded
-// add each), the lanes.h pairwise tree, the part sums added in part order. Vectors hold the 16
-// lanes of one output (one zmm, or two ymm), so no lane ever changes order; a tail shorter than 16
-// adds 0*0 = +0 to the lanes it does not reach, which leaves them unchanged (a lane sum that
-// starts at +0 is never -0).
+// add each), the lanes.h pairwise tree, the part sums added in part order. A vector holds lanes of
+// ONE output (one zmm, or two ymm), so no lane ever changes order.
+//
+// Rows of x and the widened weight panel are zero-padded to a multiple of 16: the padding adds
+// 0*0 = +0 to the lanes it reaches, which leaves them unchanged (a lane sum that starts at +0 is
+// never -0). The trees of several outputs run side by side (see linear_simd_body.h).
 #pragma once
 #include <algorithm>  // before the vector files' target pragma: std code stays baseline
 #include <cstdint>
@@ -13,13 +15,20 @@
 
 namespace samebits::cpu {
 
+// Columns of the weight widened to fp32 at a time (the panel the vector paths reuse across rows).
+inline constexpr int kLinearPanelColumns = 4;
+// Tiles with fewer rows read the bf16 weight directly (a panel would be used too few times).
+inline constexpr int kLinearPanelMinRows = 4;
+
 struct LinearTile {
-  const float* x;    // rows of x in fp32, row stride K
-  const bf16* w;     // rows of the weight (one per output column), row stride K
+  const float* x;        // rows of x in fp32, row stride padded_K, zero beyond K
+  const bf16* w;         // rows of the weight (one per output column), row stride K
   int64_t K = 0;
+  int64_t padded_K = 0;  // K rounded up to a multiple of 16
   int64_t part_len = 0;  // split-K part length (a multiple of 16; K when not split)
   int64_t rows = 0, cols = 0;
-  float* out = nullptr;  // out[r * cols + c]: the sum before bias
+  float* panel = nullptr;  // scratch: kLinearPanelColumns * padded_K floats
+  float* out = nullptr;    // out[r * cols + c]: the sum before bias
 };
 
 void linear_tile_avx2(const LinearTile& t);

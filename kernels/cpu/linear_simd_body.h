@@ -1,70 +1,81 @@
-// The tile loop shared by the vector paths of linear (included by linear_avx2.cpp and
-// linear_avx512.cpp after their target pragma; V supplies the instructions). Register blocking:
-// kRows rows x kCols columns of outputs per pass over a part; every weight vector widened once is
-// used by kRows rows, every x vector by kCols columns. Blocking changes which outputs share a pass,
-// never one output's operations.
+// The tile loop shared by the vector paths of linear (included by vector_avx2.cpp and
+// vector_avx512.cpp after their target pragma; V supplies the instructions).
+//
+// Weight reuse: kLinearPanelColumns columns of the weight are widened to fp32 once (the panel) and
+// used by every row of the tile. Register blocking: R rows x C columns of outputs per pass over a
+// part; every panel vector is used by R rows, every x vector by C columns. The R*C outputs' lane
+// trees then run side by side (V::trees: one output per vector element, each output's own tree,
+// operands in lanes.h's order), and their part sums are added in part order as one vector.
+// Blocking and side-by-side trees change which outputs share an instruction, never one output's
+// operations.
 #pragma once
 
 #include "kernels/cpu/linear_simd.h"
+#include "kernels/cpu/simd_dots.h"
 
 namespace samebits::cpu::simd {
 
-// sums[r * C + c] = part [k0, k0 + len) of output (row r, column c), from +0, in lane order.
-template <typename V, int R, int C>
-inline void part_sums(const LinearTile& t, const float* x, const bf16* w, int64_t k0, int64_t len, float* sums) {
-  typename V::Acc acc[R][C];
-  for (int r = 0; r < R; ++r)
-    for (int c = 0; c < C; ++c) acc[r][c] = V::zero();
-  int64_t k = k0;
-  const int64_t end = k0 + len;
-  for (; k + 16 <= end; k += 16) {
-    typename V::X xv[R];
-    for (int r = 0; r < R; ++r) xv[r] = V::load_x(x + r * t.K + k);
-    for (int c = 0; c < C; ++c) {
-      const typename V::X wv = V::widen_w(w + c * t.K + k);
-      for (int r = 0; r < R; ++r) V::add_product(acc[r][c], xv[r], wv);
-    }
+// Columns [c0, c0 + n) of the weight, widened into the panel and zero-padded to padded_K.
+template <typename V>
+inline void widen_panel(const LinearTile& t, int64_t c0, int n) {
+  for (int c = 0; c < n; ++c) {
+    const bf16* src = t.w + (c0 + c) * t.K;
+    float* dst = t.panel + c * t.padded_K;
+    int64_t k = 0;
+    for (; k + 16 <= t.K; k += 16) V::store(dst + k, V::widen(src + k));
+    if (k < t.K) V::store(dst + k, V::widen_tail(src + k, int(t.K - k)));
   }
-  if (k < end) {
-    const int n = int(end - k);
-    typename V::X xv[R];
-    for (int r = 0; r < R; ++r) xv[r] = V::load_x_tail(x + r * t.K + k, n);
-    for (int c = 0; c < C; ++c) {
-      const typename V::X wv = V::widen_w_tail(w + c * t.K + k, n);
-      for (int r = 0; r < R; ++r) V::add_product(acc[r][c], xv[r], wv);
-    }
-  }
-  for (int r = 0; r < R; ++r)
-    for (int c = 0; c < C; ++c) sums[r * C + c] = V::tree(acc[r][c]);
 }
 
-// Outputs of rows [r0, r0+R) x columns [c0, c0+C): the part sums added in part order.
-template <typename V, int R, int C>
-inline void block(const LinearTile& t, int64_t r0, int64_t c0) {
-  const float* x = t.x + r0 * t.K;
-  const bf16* w = t.w + c0 * t.K;
-  float total[R * C], sums[R * C];
-  part_sums<V, R, C>(t, x, w, 0, std::min(t.part_len, t.K), total);
-  for (int64_t k0 = t.part_len; k0 < t.K; k0 += t.part_len) {
-    part_sums<V, R, C>(t, x, w, k0, std::min(t.part_len, t.K - k0), sums);
-    for (int i = 0; i < R * C; ++i) total[i] = total[i] + sums[i];
-  }
+// Outputs of rows [r0, r0 + R) x columns [c0, c0 + C): the part sums added in part order (parts
+// beginning at or past K are empty and skipped, as in linear.cpp).
+template <typename V, int R, int C, typename Cols>
+inline void block(const LinearTile& t, const Cols& cols, int64_t r0, int64_t c0) {
+  const float* x = t.x + r0 * t.padded_K;
+  const int64_t ld = t.padded_K;
+  typename V::Sums total = dot_block<V, R, C>(x, ld, t.K, cols, 0, std::min(t.part_len, ld));
+  for (int64_t k0 = t.part_len; k0 < t.K; k0 += t.part_len)
+    total = V::sum(total, dot_block<V, R, C>(x, ld, t.K, cols, k0, std::min(k0 + t.part_len, ld)));
+  float out[V::kGroup];
+  V::store(out, total);
   for (int r = 0; r < R; ++r)
-    for (int c = 0; c < C; ++c) t.out[(r0 + r) * t.cols + c0 + c] = total[r * C + c];
+    for (int c = 0; c < C; ++c) t.out[(r0 + r) * t.cols + c0 + c] = out[r * C + c];
 }
 
 template <typename V, int R, int C>
+inline void panel_rows(const LinearTile& t, int64_t c0) {
+  const PanelColumns<V> cols{t.panel, t.padded_K};
+  int64_t r0 = 0;
+  for (; r0 + R <= t.rows; r0 += R) block<V, R, C>(t, cols, r0, c0);
+  for (; r0 < t.rows; ++r0) block<V, 1, C>(t, cols, r0, c0);
+}
+
+// Fewer rows than a block: each row reads the bf16 weight directly, V::kGroup columns at a time.
+template <typename V>
+inline void rows_without_panel(const LinearTile& t) {
+  for (int64_t r0 = 0; r0 < t.rows; ++r0) {
+    int64_t c0 = 0;
+    for (; c0 + V::kGroup <= t.cols; c0 += V::kGroup)
+      block<V, 1, V::kGroup>(t, StridedColumns<V>{t.w + c0 * t.K, t.K}, r0, c0);
+    for (; c0 + 4 <= t.cols; c0 += 4) block<V, 1, 4>(t, StridedColumns<V>{t.w + c0 * t.K, t.K}, r0, c0);
+    for (; c0 < t.cols; ++c0) block<V, 1, 1>(t, StridedColumns<V>{t.w + c0 * t.K, t.K}, r0, c0);
+  }
+}
+
+// Blocks of R rows x the panel's kLinearPanelColumns columns (fewer at the tile's edge).
+template <typename V, int R>
 inline void tile(const LinearTile& t) {
-  int64_t c0 = 0;
-  for (; c0 + C <= t.cols; c0 += C) {
-    int64_t r0 = 0;
-    for (; r0 + R <= t.rows; r0 += R) block<V, R, C>(t, r0, c0);
-    for (; r0 < t.rows; ++r0) block<V, 1, C>(t, r0, c0);
-  }
-  for (; c0 < t.cols; ++c0) {
-    int64_t r0 = 0;
-    for (; r0 + R <= t.rows; r0 += R) block<V, R, 1>(t, r0, c0);
-    for (; r0 < t.rows; ++r0) block<V, 1, 1>(t, r0, c0);
+  static_assert(kLinearPanelColumns == 4, "the switch below spells out 1..4 columns");
+  if (t.rows < kLinearPanelMinRows) return rows_without_panel<V>(t);
+  for (int64_t c0 = 0; c0 < t.cols; c0 += kLinearPanelColumns) {
+    const int n = int(std::min<int64_t>(kLinearPanelColumns, t.cols - c0));
+    widen_panel<V>(t, c0, n);
+    switch (n) {
+      case 4: panel_rows<V, R, 4>(t, c0); break;
+      case 3: panel_rows<V, R, 3>(t, c0); break;
+      case 2: panel_rows<V, R, 2>(t, c0); break;
+      default: panel_rows<V, R, 1>(t, c0); break;
+    }
   }
 }
 

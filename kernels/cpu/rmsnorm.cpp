@@ -11,10 +11,15 @@
 // routine, the part sums added in part order (part 0 first). parts grows as rows shrink (a GPU
 // splits a row across workers when rows are few), so a row's bits follow the batch size.
 // Everything else is pointwise and identical in both modes.
+// Where the CPU has AVX2 or AVX-512 (kernels/cpu/isa.h), blocks of rows go to the vector paths of
+// kernels/cpu/rmsnorm_simd.h: the same operations per row; tests compare every path with this one
+// bitwise.
 #include <cmath>
 #include <vector>
 
 #include "kernels/cpu/cpu_ops.h"
+#include "kernels/cpu/isa.h"
+#include "kernels/cpu/rmsnorm_simd.h"
 #include "kernels/cpu/lanes.h"
 #include "kernels/cpu/threading.h"
 #include "kernels/op_checks.h"
@@ -25,6 +30,20 @@ absl::Status cpu_rmsnorm(const ExecContext& ctx, const RmsNormArgs& a) {
   if (absl::Status s = check_rmsnorm_shape(a); !s.ok()) return s;
   const int64_t dim = a.dim;
   const int64_t part_len = cpu::lane_part_size(dim, a.plan.parts < 1 ? 1 : a.plan.parts);
+  const cpu::Isa isa = cpu::active_isa();
+  if (isa != cpu::Isa::kPortable) {
+    const int64_t blocks = (a.rows + cpu::kRmsNormBlockRows - 1) / cpu::kRmsNormBlockRows;
+    cpu::parallel_for(ctx, blocks, [&](int64_t blk) {
+      thread_local std::vector<float> h_rows;
+      const size_t need = size_t(cpu::kRmsNormBlockRows * ((dim + cpu::kLanes - 1) / cpu::kLanes * cpu::kLanes));
+      if (h_rows.size() < need) h_rows.resize(need);
+      const int64_t first = blk * cpu::kRmsNormBlockRows;
+      const cpu::RmsNormBlock b{&a, first, std::min<int64_t>(cpu::kRmsNormBlockRows, a.rows - first), part_len,
+                                h_rows.data()};
+      if (isa == cpu::Isa::kAvx512) cpu::rmsnorm_block_avx512(b); else cpu::rmsnorm_block_avx2(b);
+    }, dim * cpu::kRmsNormBlockRows, 1 << 14);
+    return absl::OkStatus();
+  }
 
   cpu::parallel_for(ctx, a.rows, [&](int64_t r) {
     // h in fp32, per thread (y may alias x, so h is read in full before y is written).

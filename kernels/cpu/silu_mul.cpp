@@ -5,9 +5,14 @@
 // Speed: groups of 4 gates with |g| <= 87 run fixed_expf's exact operation sequence on 4-wide
 // vectors (element-wise IEEE operations: the same bits as the scalar function, which the tests
 // check); any other group (NaN, inf, overflow or subnormal exponents) takes the scalar function.
+// Where the CPU has AVX2 or AVX-512 (kernels/cpu/isa.h), rows go to silu_mul_row_avx2/avx512
+// (kernels/cpu/exp_simd.h): the same operations on 8 or 16 lanes, bf16 conversions included, for
+// every value; tests compare every path with this one bitwise.
 #include <cstring>
 
 #include "kernels/cpu/cpu_ops.h"
+#include "kernels/cpu/exp_simd.h"
+#include "kernels/cpu/isa.h"
 #include "kernels/cpu/threading.h"
 #include "kernels/fixed_math.h"
 #include "kernels/op_checks.h"
@@ -61,8 +66,10 @@ void silu_mul_row(const bf16* g, const bf16* u, bf16* y, int64_t F) {
 absl::Status cpu_silu_mul(const ExecContext& ctx, const SiluMulArgs& a) {
   if (absl::Status shape = check_silu_mul_shape(a); !shape.ok()) return shape;
   const int64_t F = a.F;
+  const cpu::Isa isa = cpu::active_isa();
+  auto row = isa == cpu::Isa::kAvx512 ? cpu::silu_mul_row_avx512 : isa == cpu::Isa::kAvx2 ? cpu::silu_mul_row_avx2 : silu_mul_row;
   cpu::parallel_for(ctx, a.T, [&](int64_t t) {
-    silu_mul_row(a.gate + t * F, a.up + t * F, a.y + t * F, F);
+    row(a.gate + t * F, a.up + t * F, a.y + t * F, F);
   }, F * 8, 1 << 15);
   return absl::OkStatus();
 }

@@ -347,7 +347,12 @@ absl::Status Model::Impl::enqueue_forward(const ExecContext& ctx, const ForwardB
   meta_host.resize(total);
   index = 0;
   std::apply([&](auto*... v) {
-    ((std::memcpy(meta_host.data() + offsets[index++], v->data(), v->size() * sizeof((*v)[0]))), ...);
+    // An empty section may have no storage (data() null): memcpy must not see it even for 0 bytes.
+    auto copy = [&](auto* section) {
+      const size_t at = offsets[index++];
+      if (!section->empty()) std::memcpy(meta_host.data() + at, section->data(), section->size() * sizeof((*section)[0]));
+    };
+    (copy(v), ...);
   }, sections);
   {
     OpScope scope(ctx, "batch upload");

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <ctime>
 #include <cstdio>
@@ -110,7 +111,7 @@ SoakFigures run_soak(int64_t num_requests, uint64_t seed, int observe_every) {
       digests[id] = chain(digests[id], token, logits);
     });
     std::mt19937_64 arrivals(seed);
-    int64_t next = 0;
+    int64_t next = 0, next_report = std::max<int64_t>(1, num_requests / 10);
     auto collect = [&] {
       for (RequestResult& r : e.take_finished()) {
         if (r.id >= uint64_t(num_requests)) continue;
@@ -153,6 +154,15 @@ SoakFigures run_soak(int64_t num_requests, uint64_t seed, int observe_every) {
       }
       collect();
       if (f.rss_warm_mib == 0 && next >= num_requests / 10) f.rss_warm_mib = rss_mib();
+      // A progress line every tenth of the stream, so that a run stopped part way still says how
+      // far it got and how memory went.
+      if (next >= next_report && next > 0) {
+        std::fprintf(stderr, "soak: %lld of %lld requests submitted after %.0f s, %lld steps, RSS %.1f MiB\n",
+                     (long long)next, (long long)num_requests,
+                     std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(),
+                     (long long)f.steps, rss_mib());
+        next_report += std::max<int64_t>(1, num_requests / 10);
+      }
     }
     collect();
     if (f.error.empty()) {

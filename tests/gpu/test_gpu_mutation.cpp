@@ -1,5 +1,5 @@
 // The mutation suite on CUDA (label gpu; tests/mutation holds the mutants and the CPU suite): every
-// planted variance source, built from the CUDA backend's own ops, must be caught by the engine sweep
+// planted variance source, built from the CUDA backend's own ops, must be caught by a sweep (engine or op)
 // AND turn the scenario gate (golden/mutation/<cuda id>.json) red; the real CUDA backend passes
 // the same gate. Prints the CUDA detection table.
 #include <gtest/gtest.h>
@@ -8,6 +8,7 @@
 
 #include "tests/gpu/gpu_test_support.h"
 #include "tests/mutation/detection.h"
+#include "tests/mutation/op_sweep.h"
 
 namespace samebits::testing {
 namespace {
@@ -19,6 +20,11 @@ TEST(GpuMutationSuite, RealCudaBackendPassesTheGate) {
   GateOutcome gate = run_gate(*gpu, kGateThreads);
   EXPECT_EQ(gate.exit_code, 0) << gate.state << ": " << gate.detail;
   EXPECT_EQ(gate.state, "pass") << gate.detail;
+}
+
+TEST(GpuMutationSuite, RealCudaBackendPassesTheOpSweeps) {
+  SAMEBITS_REQUIRE_GPU();
+  EXPECT_EQ(op_sweeps(*gpu), "");
 }
 
 TEST(GpuMutationSuite, EveryPlantedSourceIsCaughtOnCuda) {

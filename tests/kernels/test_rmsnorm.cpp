@@ -13,6 +13,7 @@
 #include "absl/strings/str_join.h"
 #include "kernels/cpu/cpu_ops.h"
 #include "tests/kernels/reference.h"
+#include "tests/support/sensitive_rows.h"
 #include "tests/support/test_support.h"
 
 namespace samebits::testing {
@@ -138,73 +139,8 @@ constexpr int64_t kPool = 256;
 
 // --- Invariance sweeps. For each batch size M, ceil(1024 / M) batches hold consecutive rows of a
 // pool of 256 from a moving offset (so rows visit many positions), and EVERY row of every batch is
-// compared with the same pool row normalised alone.
-//
-// The pool holds "sensitive" rows. An fp32 change of a sum of squares moves inv by about an ulp,
-// which changes the bf16 y only where h * inv lies within about an fp32 ulp of a bf16 rounding
-// boundary: with random rows the odds are ~2^-16 per distinct mantissa, so default mode's variance
-// would almost never show. Each pool row is random except one small "tuner" element, chosen among
-// ~1800 bf16 values so that the exact h_i * inv of some element lies within a quarter fp32 ulp of
-// a bf16 midpoint (the situation of a near-tie in a trained model). The tuner moves inv in steps
-// far finer than an ulp, so such a value always exists.
-
-// Distance, in fp32 ulps of v, from v to the nearest midpoint between two bf16 values.
-double ulps_to_bf16_midpoint(double v) {
-  int e;
-  double m = std::frexp(std::fabs(v), &e);  // v = m * 2^e, m in [0.5, 1)
-  double scaled = m * 256.0;                // bf16 keeps 8 significant bits: integers here
-  double frac = scaled - std::floor(scaled);
-  return std::fabs(frac - 0.5) * 65536.0;   // one unit of `scaled` is 2^16 fp32 ulps
-}
-
-struct SweepPool {
-  std::vector<bf16> x, residual;
-};
-
-SweepPool sensitive_pool(int64_t rows, int64_t dim, bool with_residual, double eps) {
-  SweepPool pool;
-  // Values over several binary orders of magnitude so that the sums of squares round often.
-  pool.x = random_bf16(size_t(rows * dim), 505 + dim, 4.0f);
-  pool.residual = random_bf16(size_t(rows * dim), 606 + dim, 0.25f);
-  const int64_t tuner = dim / 2 + 3;
-  for (int64_t r = 0; r < rows; ++r) {
-    bf16* x = pool.x.data() + r * dim;
-    const bf16* res = pool.residual.data() + r * dim;
-    auto h_of = [&](int64_t i, bf16 xi) {
-      float v = to_float(xi);
-      return with_residual ? double(round_bf16(v + to_float(res[i]))) : double(v);
-    };
-    double ss_rest = 0.0;
-    std::vector<double> mantissas;  // distinct |h| mantissas: y's rounding depends only on them
-    for (int64_t i = 0; i < dim; ++i) {
-      if (i == tuner) continue;
-      double h = h_of(i, x[i]);
-      ss_rest += h * h;
-      int e;
-      mantissas.push_back(std::frexp(std::fabs(h), &e));
-    }
-    std::sort(mantissas.begin(), mantissas.end());
-    mantissas.erase(std::unique(mantissas.begin(), mantissas.end()), mantissas.end());
-    double best = 1e9;
-    bf16 best_value = x[tuner];
-    for (uint32_t bits = 0x3b80; bits < 0x3f00 && best > 0.25; ++bits) {  // |value| in [2^-8, 0.5)
-      for (uint16_t sign : {uint16_t(0), uint16_t(0x8000)}) {
-        bf16 candidate{uint16_t(bits | sign)};
-        double h = h_of(tuner, candidate);
-        double inv = 1.0 / std::sqrt((ss_rest + h * h) / double(dim) + eps);
-        for (double m : mantissas) {
-          double d = ulps_to_bf16_midpoint(m * inv);
-          if (d < best) {
-            best = d;
-            best_value = candidate;
-          }
-        }
-      }
-    }
-    x[tuner] = best_value;
-  }
-  return pool;
-}
+// compared with the same pool row normalised alone. The pool holds "sensitive" rows
+// (tests/support/sensitive_rows.h), on which a change of reduction order shows in the bf16 output.
 
 struct NormSweepCase {
   int64_t dim;
@@ -222,7 +158,7 @@ struct NormSweepResult {
 
 NormSweepResult sweep_rmsnorm(Mode mode, const NormSweepCase& c) {
   const int64_t dim = c.dim;
-  const SweepPool sensitive = sensitive_pool(kPool, dim, c.residual, 1e-6);
+  const SensitiveRows sensitive = sensitive_rmsnorm_rows(kPool, dim, c.residual, 1e-6);
   const std::vector<bf16>& pool = sensitive.x;
   const std::vector<bf16>& pool_res = sensitive.residual;
   auto weight = random_bf16(size_t(dim), 707, 1.0f);

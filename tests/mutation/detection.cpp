@@ -13,6 +13,7 @@
 #include "harness/golden/results.h"
 #include "kernels/fixed_math.h"
 #include "tests/engine/invariance_sweep.h"
+#include "tests/mutation/op_sweep.h"
 
 namespace samebits::testing {
 
@@ -57,75 +58,22 @@ GateOutcome run_gate(const Backend& backend, int threads) {
   return out;
 }
 
-namespace {
-
-// The sample op's own sweep: one row's draws (temperature 1 over a flat distribution, uniform from
-// (seed, step)) alone and inside batches of 3 and 8 rows at several positions must give the same
-// token. "" when they do, else where they differ. (The engine sweep's model is too sure of itself
-// for a wrong uniform to change its draws.)
-std::string sample_sweep(const Backend& b) {
-  constexpr int64_t kVocab = 258, kMaxRows = 8;
-  auto logits_of = [&](uint64_t seed) {
-    std::vector<float> row(kVocab);
-    for (int64_t v = 0; v < kVocab; ++v) row[size_t(v)] = float(4 * sampling_uniform(seed, uint64_t(v)) - 2);
-    return row;
-  };
-  auto logits_mem = b.alloc(size_t(kMaxRows * kVocab) * sizeof(float));
-  auto out_mem = b.alloc(size_t(kMaxRows) * sizeof(int32_t));
-  if (!logits_mem.ok() || !out_mem.ok()) return "cannot allocate";
-  std::string found;
-  auto draw = [&](int64_t rows, int64_t position, uint64_t step) -> int32_t {
-    std::vector<float> logits;
-    std::vector<SamplingRow> params(static_cast<size_t>(rows));
-    for (int64_t r = 0; r < rows; ++r) {
-      const uint64_t seed = r == position ? 77 : 1000 + uint64_t(r);
-      const std::vector<float> row = logits_of(seed);
-      logits.insert(logits.end(), row.begin(), row.end());
-      params[size_t(r)] = SamplingRow{1.f, 0, 1.f, sampling_uniform(seed, step)};
-    }
-    ExecContext ctx;
-    SampleArgs a;
-    a.logits = static_cast<float*>(*logits_mem), a.rows = rows, a.vocab = kVocab, a.params = params.data();
-    a.out = static_cast<int32_t*>(*out_mem);
-    std::vector<int32_t> tokens(size_t(rows), -1);
-    if (!b.upload(*logits_mem, logits.data(), logits.size() * sizeof(float)).ok() || !b.sample(ctx, a).ok() ||
-        !b.synchronize(ctx).ok() || !b.download(tokens.data(), *out_mem, tokens.size() * sizeof(int32_t)).ok())
-      return -2;
-    return tokens[size_t(position)];
-  };
-  for (uint64_t step = 0; step < 8 && found.empty(); ++step) {
-    const int32_t alone = draw(1, 0, step);
-    for (int64_t rows : {3, 8}) {
-      for (int64_t position : {int64_t(1), rows - 1}) {
-        const int32_t inside = draw(rows, position, step);
-        if (inside != alone && found.empty())
-          found = absl::StrCat("sample op: step ", step, " alone drew ", alone, ", at row ", position, " of ", rows,
-                               " drew ", inside);
-      }
-    }
-  }
-  b.free(*logits_mem);
-  b.free(*out_mem);
-  return found;
-}
-
-}  // namespace
-
 Detection detect(const Backend& real, const Mutant& mutant, int gate_threads) {
   Detection d;
   d.source = mutant.name;
   const Backend& planted = mutant_backend(real, mutant.source);
   SweepOptions options;
   options.stop_at_first_difference = true;
-  SweepReport sweep = run_invariance_sweep(planted, Mode::kInvariant, options);
-  const std::string sampler = sample_sweep(planted);
-  d.sweep_caught = sweep.error.empty() && (sweep.cases_differing > 0 || !sampler.empty());
-  d.sweep_detail = !sweep.error.empty()       ? "error: " + sweep.error
-                   : sweep.cases_differing > 0 ? "engine: " + sweep.first_differing
-                   : !sampler.empty()          ? sampler + " (engine: no difference in " +
-                                                    std::to_string(sweep.cases_run) + " cases)"
-                                               : absl::StrCat("no difference in ", sweep.cases_run,
-                                                              " engine cases nor in the sample op's sweep");
+  const SweepReport sweep = run_invariance_sweep(planted, Mode::kInvariant, options);
+  const std::string ops = op_sweeps(planted);
+  d.engine_caught = sweep.error.empty() && sweep.cases_differing > 0;
+  d.ops_caught = !ops.empty();
+  d.sweep_caught = d.engine_caught || d.ops_caught;
+  d.sweep_detail = absl::StrCat(
+      "engine: ", !sweep.error.empty() ? "error: " + sweep.error
+                  : d.engine_caught    ? sweep.first_differing
+                                       : absl::StrCat("no difference in ", sweep.cases_run, " cases"),
+      "; ops: ", ops.empty() ? "no difference" : ops);
   GateOutcome gate = run_gate(mutant_backend(real, mutant.source), gate_threads);
   d.gate_caught = gate.caught();
   d.gate_detail = absl::StrCat("exit ", gate.exit_code, ", ", gate.state, ": ", gate.detail,
@@ -136,12 +84,17 @@ Detection detect(const Backend& real, const Mutant& mutant, int gate_threads) {
 }
 
 std::string detection_table(const std::string& backend_id, const std::vector<Detection>& rows) {
-  std::string out = absl::StrFormat("mutation detection table, backend %s\n", backend_id);
-  out += absl::StrFormat("| %-20s | %-8s | %-8s |\n|%s|%s|%s|\n", "source", "sweep", "gate", std::string(22, '-'),
+  auto mark = [](bool caught) { return caught ? "caught" : "MISSED"; };
+  auto seen = [](bool caught) { return caught ? "caught" : "-"; };  // one sweep of the two
+  std::string out = absl::StrFormat(
+      "mutation detection table, backend %s (sweep = engine or op sweep; gate = golden check)\n", backend_id);
+  out += absl::StrFormat("| %-20s | %-12s | %-8s | %-8s | %-8s |\n", "source", "engine sweep", "op sweep", "sweep",
+                         "gate");
+  out += absl::StrFormat("|%s|%s|%s|%s|%s|\n", std::string(22, '-'), std::string(14, '-'), std::string(10, '-'),
                          std::string(10, '-'), std::string(10, '-'));
   for (const Detection& d : rows) {
-    out += absl::StrFormat("| %-20s | %-8s | %-8s |\n", d.source, d.sweep_caught ? "caught" : "MISSED",
-                           d.gate_caught ? "caught" : "MISSED");
+    out += absl::StrFormat("| %-20s | %-12s | %-8s | %-8s | %-8s |\n", d.source, seen(d.engine_caught),
+                           seen(d.ops_caught), mark(d.sweep_caught), mark(d.gate_caught));
   }
   for (const Detection& d : rows) {
     out += absl::StrFormat("  %s\n    sweep: %s\n    gate:  %s\n", d.source, d.sweep_detail, d.gate_detail);

@@ -1,7 +1,8 @@
 // Detection of the mutant backends at two levels:
 //   sweep — the engine invariance sweep (tests/engine/invariance_sweep.h) in invariant mode on the
-//           mutant, and the sample op's own sweep (a row's draw alone vs inside batches): caught
-//           when some target (or draw) differs from itself served alone;
+//           mutant, and the op sweeps (tests/mutation/op_sweep.h: linear, rmsnorm and sample, a
+//           row alone vs inside batches): caught when some target (or row) differs from itself
+//           served alone;
 //   gate  — `samebits golden check scenarios/mutation.yaml --mode invariant` with the mutant
 //           registered as the backend: caught when it exits 1 and names the divergence (the golden
 //           mismatch's sample and step, or invariant mode's own divergence).
@@ -25,7 +26,8 @@ struct GateOutcome {
 
 struct Detection {
   std::string source;
-  bool sweep_caught = false, gate_caught = false;
+  bool engine_caught = false, ops_caught = false;  // the two sweeps
+  bool sweep_caught = false, gate_caught = false;   // the two levels (sweep: either sweep)
   std::string sweep_detail, gate_detail;
 };
 

@@ -20,7 +20,7 @@ enum class VarianceSource {
   kUnalignedSplits,        // split boundaries at the batch's chunk start, not absolute multiples
   kTileByQueryLength,      // attention split size chosen by the batch's longest query (cta_tile_q)
   kDecodeOnlyKernel,       // another attention kernel when the batch holds only decodes (FA3)
-  kGemmAlgorithmByM,       // GEMM algorithm chosen per M (cuBLASLt heuristics; the CPU: split 2)
+  kGemmAlgorithmByM,       // GEMM algorithm chosen per M: a split-K one from M = 16 on (cuBLASLt heuristics)
   kThreadCountOrder,       // split-K part count = the thread count
   kAtomicOrder,            // run-to-run: a seeded shuffle of the part count per call
   kRngByBatchRow,          // sampling uniform keyed by batch row instead of (seed, step)

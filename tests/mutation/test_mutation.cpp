@@ -1,11 +1,13 @@
 // The mutation suite on the CPU backend (label mutation): every planted variance source must be
-// caught by the engine sweep AND turn the scenario gate red; every miss fails. The control: the
-// real backend passes the same gate (its sweep is EngineInvariance's, label determinism).
+// caught by a sweep (engine or op) AND turn the scenario gate red; every miss fails. The controls:
+// the real backend passes the same gate and the op sweeps (its engine sweep is EngineInvariance's,
+// label determinism).
 #include <gtest/gtest.h>
 
 #include <cstdio>
 
 #include "tests/mutation/detection.h"
+#include "tests/mutation/op_sweep.h"
 
 namespace samebits::testing {
 namespace {
@@ -16,6 +18,25 @@ TEST(MutationSuite, RealCpuBackendPassesTheGate) {
   GateOutcome gate = run_gate(cpu_backend(), kGateThreads);
   EXPECT_EQ(gate.exit_code, 0) << gate.state << ": " << gate.detail;
   EXPECT_EQ(gate.state, "pass") << gate.detail;
+}
+
+TEST(MutationSuite, RealCpuBackendPassesTheOpSweeps) {
+  EXPECT_EQ(op_sweeps(cpu_backend()), "");
+}
+
+// The op sweeps' inverse: each sees the source it is built for (the control above: the real
+// backend passes them).
+TEST(MutationSuite, EachOpSweepSeesTheSourceItIsBuiltFor) {
+  struct Case {
+    VarianceSource source;
+    std::string (*sweep)(const Backend&);
+    const char* name;
+  };
+  const Case cases[] = {{VarianceSource::kSplitKByM, linear_op_sweep, "linear / split-K by M"},
+                        {VarianceSource::kGemmAlgorithmByM, linear_op_sweep, "linear / GEMM algorithm by M"},
+                        {VarianceSource::kRmsNormSplitFewRows, rmsnorm_op_sweep, "rmsnorm / split rows"},
+                        {VarianceSource::kRngByBatchRow, sample_op_sweep, "sample / RNG by batch row"}};
+  for (const Case& c : cases) EXPECT_NE(c.sweep(mutant_backend(cpu_backend(), c.source)), "") << c.name;
 }
 
 TEST(MutationSuite, EveryPlantedSourceIsCaughtOnCpu) {

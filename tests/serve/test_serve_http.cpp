@@ -182,6 +182,8 @@ TEST_F(ServeInvariant, EachBadRequestGetsItsStatusAndTheServerKeepsServing) {
   json models = http_get(server_->port(), "/v1/models").json();
   EXPECT_EQ(models["data"][0]["id"], kModel);
   EXPECT_EQ(models["data"][0]["samebits"]["mode"], "invariant");
+  // The card describes the model without telling clients where the server keeps its files.
+  EXPECT_EQ(models.dump().find(SAMEBITS_SOURCE_DIR), std::string::npos) << models.dump();
 }
 
 TEST_F(ServeInvariant, DisconnectMidStreamCancelsAndFreesTheKvBlocks) {
