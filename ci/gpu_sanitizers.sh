@@ -14,6 +14,13 @@
 # its test-only mutants keep scratch buffers for the life of the process.
 # SANITIZER_DEADLINE (seconds from the start): no shard runs past it; shards not started by then
 # are reported NOT RUN (for a run that must end by a given time).
+# THIRD_PARTY: racecheck reports hazards inside cuBLASLt's own GEMM kernels (nvjet_sm90_*, which
+# default-mode linear calls): closed code that samebits cannot read or change, and racecheck cannot
+# be told to skip them (--kernel-name-exclude makes the tool fail on those launches: "failed to
+# handle a hardware exception", H200, compute-sanitizer 2025.3.1). A shard whose every hazard lies in
+# those kernels is listed "clean (cuBLASLt's kernels only: N hazards ...)" and not counted; any
+# hazard in a samebits kernel is.
+THIRD_PARTY='^nvjet_'
 # Exit status: 0 when every shard of both tools is clean, 1 otherwise, 2 on bad arguments.
 set -uo pipefail
 BIN="${1:?usage: ci/gpu_sanitizers.sh GPU_TESTS_BINARY OUT [WORKERS] [SECONDS_PER_SHARD] [GTEST_FILTER]}"
@@ -58,6 +65,14 @@ run_shard() {
   elif [[ $tool == racecheck ]] && ! grep -q '^========= RACECHECK SUMMARY: 0 hazards' "$log"; then
     result="HAZARDS: $(grep -h '^========= RACECHECK SUMMARY' "$log" | tail -1 | sed 's/^========= //')"
     [[ $result == "HAZARDS: " ]] && result="CRASH (exit $rc, no summary)"
+    # Hazards whose both accesses lie in cuBLASLt's own kernels (nvjet_*, default-mode linear) are
+    # reported, not counted: see THIRD_PARTY above.
+    local kernels
+    kernels=$(grep -oE 'access at [A-Za-z_0-9]+' "$log" | sed 's/^access at //' | sort -u)
+    if [[ $result == HAZARDS:* && -n $kernels ]] && ! grep -qvE "$THIRD_PARTY" <<<"$kernels" && ((rc == 0 || rc == 3)) &&
+      grep -q '^\[  PASSED  \]' "$log"; then
+      result="clean (cuBLASLt's kernels only: $(grep -h '^========= RACECHECK SUMMARY' "$log" | tail -1 | grep -oE '[0-9]+ hazards') in $(wc -l <<<"$kernels" | tr -d ' ') nvjet kernel(s), not counted)"
+    fi
   elif ((rc != 0)); then
     result="TEST FAILED (exit $rc)"
   elif grep -q '^\[  SKIPPED \]' "$log"; then
@@ -69,7 +84,7 @@ run_shard() {
 }
 START=$(date +%s)
 export -f run_shard
-export WORK LIMIT SANITIZER BIN START SANITIZER_DEADLINE 2>/dev/null
+export WORK LIMIT SANITIZER BIN START THIRD_PARTY SANITIZER_DEADLINE 2>/dev/null
 # Both tools' shards in one queue, slowest-looking first (the attention and linear sweeps).
 for tool in memcheck racecheck; do sed "s/^/$tool /" "$WORK/cases"; done |
   awk '{heavy = ($2 ~ /^Gpu(Attention|Linear|Engine)\./); print heavy ? 0 : 1, $0}' | sort -s -k1,1 | cut -d' ' -f2- |
@@ -91,8 +106,7 @@ for tool in memcheck racecheck; do
     result=$(sed -n 's/^result: //p' "$log" | tail -1)
     seconds=$(sed -n 's/^seconds: //p' "$log" | tail -1)
     total=$((total + 1))
-    [[ $result == clean ]] && clean=$((clean + 1))
-    [[ $result == clean ]] || status=1
+    if [[ $result == clean* ]]; then clean=$((clean + 1)); else status=1; fi
     echo "| $tool | $case | ${result:-NOT RUN} | ${seconds:-} |" >>"$OUT/sanitizers.md"
     { echo "===== $tool $case"; cat "$log"; } >>"$OUT/sanitizers.log"
   done <"$WORK/cases"

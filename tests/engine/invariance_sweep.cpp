@@ -2,10 +2,23 @@
 
 #include <map>
 #include <memory>
+#include <set>
+#include <string>
 
 #include "absl/strings/str_cat.h"
 
 namespace samebits::testing {
+namespace {
+
+// A case's kind: its name up to the first '=', ',' or ':', without trailing digits ("mix 3: ..."
+// and "mix 5: ..." are both "mix").
+std::string case_kind(const std::string& name) {
+  std::string kind = name.substr(0, name.find_first_of("=,:"));
+  while (!kind.empty() && (kind.back() == ' ' || (kind.back() >= '0' && kind.back() <= '9'))) kind.pop_back();
+  return kind;
+}
+
+}  // namespace
 
 SweepReport run_invariance_sweep(const Backend& backend, Mode mode, const SweepOptions& options) {
   std::map<int, std::unique_ptr<Model>> models;  // by KV block size
@@ -31,8 +44,11 @@ SweepReport run_invariance_sweep(const Backend& backend, Mode mode, const SweepO
     }
     for (auto& [id, obs] : o.observed) refs[id] = obs;
   }
+  std::set<std::string> kinds_run;
   for (const InvarianceCase& c : invariance_cases()) {
     if (c.thread_count_only && !options.thread_cases) continue;
+    if (options.one_case_per_kind && !kinds_run.insert(case_kind(c.name)).second) continue;
+    ++report.cases_selected;
     RunOutcome o = run(c);
     if (!o.error.empty()) {
       report.error = c.name + ": " + o.error;

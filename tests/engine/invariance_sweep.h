@@ -10,6 +10,7 @@
 namespace samebits::testing {
 
 struct SweepReport {
+  int cases_selected = 0;  // the cases the options selected
   int cases_run = 0;
   int cases_differing = 0;
   std::string first_differing;  // "<case>: target <id>, <n> steps differ"
@@ -19,6 +20,9 @@ struct SweepReport {
 struct SweepOptions {
   bool stop_at_first_difference = false;
   bool thread_cases = true;  // the cases that vary only the CPU thread count
+  // Only the first case of each kind (chunk cap, budget, random mix, prefix hit, preemption, block
+  // size, threads): for compute-sanitizer's racecheck, under which one case takes tens of seconds.
+  bool one_case_per_kind = false;
 };
 
 SweepReport run_invariance_sweep(const Backend& backend, Mode mode, const SweepOptions& options);

@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "tests/engine/invariance_cases.h"
+#include "tests/engine/invariance_sweep.h"
 
 namespace samebits::testing {
 namespace {
@@ -139,6 +140,18 @@ int decode_vs_prefill_differences(Mode mode) {
     differ += std::memcmp(row, obs.logits[i].data(), V * sizeof(float)) != 0;
   }
   return differ;
+}
+
+// The reduced sweep that racecheck runs on the GPU (SweepOptions::one_case_per_kind): each of the
+// seven kinds of case once, none differing in invariant mode.
+TEST(EngineInvariance, ReducedSweepRunsOneCaseOfEachKind) {
+  SweepOptions options;
+  options.one_case_per_kind = true;
+  const SweepReport r = run_invariance_sweep(cpu_backend(), Mode::kInvariant, options);
+  ASSERT_EQ(r.error, "");
+  EXPECT_EQ(r.cases_selected, 7);  // max_chunk, budget, mix, prefix hit, preemption, block_size, threads
+  EXPECT_EQ(r.cases_run, 7);
+  EXPECT_EQ(r.cases_differing, 0) << r.first_differing;
 }
 
 TEST(EngineInvariance, DecodeLogitsEqualOnePrefillOverTheWholeSequence) {
