@@ -7,6 +7,7 @@
 // says why.
 #include <algorithm>
 #include <atomic>
+#include <cstdlib>
 #include <chrono>
 #include <cstring>
 #include <mutex>
@@ -106,6 +107,7 @@ absl::Status cuda_download(void* dst, const void* src, size_t bytes) {
 absl::Status cuda_synchronize(const ExecContext& ctx) {
   Runtime& r = runtime();
   cudaStream_t stream = stream_of(ctx);
+  if (r.host_mailbox == nullptr) return blocking_stream_sync(stream);  // released at exit
   SAMEBITS_CUDA_TRY(cudaMemcpyAsync(r.host_mailbox, r.mailbox, sizeof(DeviceError), cudaMemcpyDeviceToHost, stream));
   SAMEBITS_RETURN_IF_ERROR(blocking_stream_sync(stream));
   if (r.host_mailbox->code == 0) return absl::OkStatus();
@@ -229,6 +231,35 @@ absl::Status cuda_fill_synthetic_entry(void* dst, int64_t n, uint64_t key, float
   return cuda_fill_synthetic(dst, n, key, scale, offset);
 }
 
+// Registered with atexit once the runtime has a context, so it runs before the CUDA runtime's own
+// teardown (atexit handlers run in reverse order): waits for the device, then frees the buffers
+// that live as long as the process (scratch, the mailbox, cuBLASLt's workspace), so that
+// compute-sanitizer's leak check and cuda-memcheck see every allocation returned.
+void release_at_exit() {
+  Runtime& r = runtime();
+  if (cudaDeviceSynchronize() != cudaSuccess) return;  // a broken context frees everything itself
+  cublaslt_release();
+  std::lock_guard<std::mutex> lock(r.scratch_mutex);
+  for (int which = 0; which < 2; ++which) {
+    if (r.scratch[which] != nullptr) cudaFree(r.scratch[which]);
+    r.scratch[which] = nullptr;
+    r.scratch_bytes[which] = 0;
+  }
+  if (r.mailbox != nullptr) cudaFree(r.mailbox);
+  r.mailbox = nullptr;
+  if (r.host_mailbox != nullptr) cudaFreeHost(r.host_mailbox);
+  r.host_mailbox = nullptr;
+  std::lock_guard<std::mutex> bulk_lock(r.bulk_mutex);
+  for (int i = 0; i < 2; ++i) {
+    if (r.bulk_staging[i] != nullptr) cudaFreeHost(r.bulk_staging[i]);
+    if (r.bulk_done[i] != nullptr) cudaEventDestroy(r.bulk_done[i]);
+    r.bulk_staging[i] = nullptr;
+    r.bulk_done[i] = nullptr;
+  }
+  if (r.bulk_stream != nullptr) cudaStreamDestroy(r.bulk_stream);
+  r.bulk_stream = nullptr;
+}
+
 // Starts the runtime on device 0; *why says what failed.
 const Backend* make_backend(std::string* why) {
   int count = 0;
@@ -278,6 +309,7 @@ const Backend* make_backend(std::string* why) {
     *why = absl::StrCat("cannot create the backend's stream: ", cudaGetErrorString(e));
     return nullptr;
   }
+  std::atexit(release_at_exit);
 
   Backend* b = new Backend();
   b->id = absl::StrCat("cuda-sm", prop.major, prop.minor);
