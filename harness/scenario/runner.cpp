@@ -205,6 +205,7 @@ absl::StatusOr<ModeRun> run_simulated(const RunSetup& setup, const Workload& wor
   if (absl::Status s = check_fits(setup, workload); !s.ok()) return s;
   EngineConfig config = engine_config(*setup.scenario, setup.num_threads, mode);
   config.profile = setup.profile;
+  config.graphs = setup.graphs;
   auto session_or = open_session(*setup.model, *setup.backend, config, workload.arrivals, workload.samples);
   if (!session_or.ok()) return session_or.status();
   Session& session = **session_or;
