@@ -204,7 +204,7 @@ absl::Status cuda_upload_bulk(void* dst, const void* src, size_t bytes) {
     const size_t n = std::min(kChunk, bytes - at);
     SAMEBITS_CUDA_TRY(cudaEventSynchronize(r.bulk_done[which]));  // the buffer's last transfer is done
     auto* stage = static_cast<uint8_t*>(r.bulk_staging[which]);
-    const size_t part = (n / size_t(threads) + 4095) / 4096 * 4096;
+    const size_t part = std::max<size_t>(4096, (n / size_t(threads) + 4095) / 4096 * 4096);
     std::vector<std::thread> pool;
     for (int t = 1; t < threads && size_t(t) * part < n; ++t) {
       const size_t b = size_t(t) * part, e = std::min(n, b + part);

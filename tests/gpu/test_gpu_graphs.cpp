@@ -187,7 +187,7 @@ TEST(GpuGraphs, EngineGivesTheSameBitsWithAndWithoutGraphs) {
     ASSERT_EQ(graphs.error, "");
     EXPECT_EQ(eager.stats.graph_replays, 0);
     EXPECT_GT(graphs.stats.graph_replays, 10) << "too few decode steps replayed to test anything";
-    std::printf("[%s] %lld of %lld steps replayed from %lld graphs\n", mode_name(mode),
+    std::printf("[%s] %lld of %lld steps replayed from %lld graphs\n", mode_str(mode).c_str(),
                 static_cast<long long>(graphs.stats.graph_replays), static_cast<long long>(graphs.stats.steps),
                 static_cast<long long>(graphs.stats.graph_captures));
     ASSERT_EQ(eager.observed.size(), arrivals.size());
