@@ -16,6 +16,7 @@
 #   FUZZ_BIN       folder of already built targets: no build (e.g. binaries copied to another host)
 #   FUZZ_WORKERS   parallel jobs (default nproc)
 #   FUZZ_JOBS      jobs per target in nightly mode (default 32)
+#   FUZZ_TARGETS   space-separated subset of the targets to run (default: all of them)
 #   FUZZ_DEADLINE  seconds: no job runs past this time after the start (-max_total_time); a target
 #                  that stops short of RUNS is reported short and fails the run
 # Exit status: 0 when every target reached its executions with nothing found, 1 otherwise, 2 when
@@ -35,6 +36,12 @@ esac
 TARGETS=(fuzz_hf_config)
 [[ -f harness/serve/openai_request.h ]] && TARGETS+=(fuzz_http_request)
 TARGETS+=(fuzz_safetensors_header fuzz_scenario fuzz_golden fuzz_trace fuzz_results)
+if [[ -n "${FUZZ_TARGETS:-}" ]]; then
+  for t in $FUZZ_TARGETS; do
+    [[ " ${TARGETS[*]} " == *" $t "* ]] || { echo "fuzz: unknown target $t (targets: ${TARGETS[*]})" >&2; exit 2; }
+  done
+  read -ra TARGETS <<<"$FUZZ_TARGETS"
+fi
 
 mkdir -p "$OUT"
 OUT="$(cd "$OUT" && pwd)"

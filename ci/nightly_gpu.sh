@@ -5,7 +5,7 @@
 # detection table), run the Feynman experiment on the CUDA backend and check
 # golden/feynman/<cuda id>.json (goldens are keyed by backend id: CPU and CUDA bits are not
 # promised equal; default-mode goldens also by device, see harness/golden/run_identity.h).
-# compute-sanitizer memcheck and racecheck run every gpu test binary.
+# compute-sanitizer memcheck and racecheck run every gpu test (ci/gpu_sanitizers.sh).
 # Writes JUnit, Markdown and JSON into OUT (default nightly-gpu/).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -22,21 +22,10 @@ SAMEBITS=./build/cuda/harness/samebits
 if "$SAMEBITS" info | grep -q 'cuda: unavailable'; then
   echo "no CUDA device: the GPU gate cannot pass without one"; exit 1
 fi
-# compute-sanitizer over every gpu test: memcheck (out-of-bounds and misaligned device accesses,
-# leaks of device memory) and racecheck (shared-memory hazards). Each gpu test binary once per tool
-# (the tools slow kernels down 10-100x, so not per test case). The mutation suite is left out: it
-# runs the same kernels as the engine tests (which the tools do check), 13 times over, and its
-# test-only mutants keep scratch buffers for the life of the process.
-SANITIZER="${CUDA_HOME:-/usr/local/cuda}/bin/compute-sanitizer"
-command -v compute-sanitizer >/dev/null && SANITIZER=compute-sanitizer
-for tool in memcheck racecheck; do
-  extra=(); [[ $tool == memcheck ]] && extra=(--leak-check full)
-  for bin in build/cuda/tests/gpu/gpu_tests; do
-    [[ -x $bin ]] || continue
-    step "sanitizer_${tool}_$(basename "$bin")" "$SANITIZER" --tool "$tool" "${extra[@]}" --error-exitcode 1 \
-      "$bin" --gtest_brief=1 --gtest_filter='-GpuMutationSuite.*'
-  done
-done
+# compute-sanitizer memcheck (leaks included) and racecheck over every gpu test, each test case its
+# own process (ci/gpu_sanitizers.sh: racecheck on the reduced shape lists; the mutation suite left
+# out). Results in OUT/sanitizers.md, logs in OUT/sanitizers.log.
+step sanitizers ci/gpu_sanitizers.sh build/cuda/tests/gpu/gpu_tests "$OUT" 4 600
 step feynman_ci "$SAMEBITS" golden check scenarios/feynman_ci.yaml --backend cuda --no-progress \
   --json "$OUT/feynman_ci.json" --markdown "$OUT/feynman_ci.md" --junit "$OUT/feynman_ci.junit.xml"
 step feynman "$SAMEBITS" golden check scenarios/feynman.yaml --backend cuda --no-progress \

@@ -10,7 +10,7 @@ packages=(
   # build tools
   build-essential cmake ninja-build pkg-config
   # libraries (find_package / pkg-config)
-  libabsl-dev libxxhash-dev libyaml-cpp-dev nlohmann-json3-dev libcli11-dev libpcre2-dev libicu-dev
+  libabsl-dev libxxhash-dev libyaml-cpp-dev nlohmann-json3-dev libcli11-dev libpcre2-dev libicu-dev libcpp-httplib-dev
   # tests and benchmarks (chromium and libpng: the HTML report rendered and its screenshot read)
   libgtest-dev libgmock-dev libbenchmark-dev chromium libpng-dev
   # fuzzing (ci/fuzz.sh, run by .ci/run): clang with libFuzzer, its sanitizer runtimes, OpenMP

@@ -9,6 +9,8 @@ find_package(nlohmann_json 3.10 REQUIRED)
 find_package(CLI11 REQUIRED)
 find_package(PkgConfig REQUIRED)
 pkg_check_modules(XXHASH REQUIRED IMPORTED_TARGET libxxhash)
+# cpp-httplib: `samebits serve` and client mode (Debian builds it with OpenSSL, so https targets work).
+pkg_check_modules(HTTPLIB REQUIRED IMPORTED_TARGET cpp-httplib)
 # Tokenizers of real checkpoints: the pre-tokenizer's pattern needs Unicode properties (PCRE2),
 # the normaliser NFC (ICU).
 pkg_check_modules(PCRE2 REQUIRED IMPORTED_TARGET libpcre2-8)

@@ -14,8 +14,10 @@ if(SAMEBITS_SANITIZE)
 endif()
 
 # The fuzz preset: every library instrumented for libFuzzer's coverage and checked by ASan + UBSan
-# (fuzz/CMakeLists.txt links the targets with -fsanitize=fuzzer).
+# (fuzz/CMakeLists.txt links the targets with -fsanitize=fuzzer). Coverage feedback comes from
+# samebits' own code only (fuzz/coverage_ignorelist.txt says why).
 if(SAMEBITS_FUZZ)
-  add_compile_options("$<$<COMPILE_LANGUAGE:CXX>:-fsanitize=fuzzer-no-link,address,undefined;-fno-sanitize-recover=undefined;-fno-omit-frame-pointer>")
+  add_compile_options("$<$<COMPILE_LANGUAGE:CXX>:-fsanitize=fuzzer-no-link,address,undefined;-fno-sanitize-recover=undefined;-fno-omit-frame-pointer>"
+                      "$<$<COMPILE_LANGUAGE:CXX>:-fsanitize-coverage-ignorelist=${PROJECT_SOURCE_DIR}/fuzz/coverage_ignorelist.txt>")
   add_link_options(-fsanitize=address,undefined)
 endif()

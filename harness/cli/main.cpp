@@ -4,6 +4,7 @@
 
 #include "CLI/CLI.hpp"
 #include "harness/cli/commands.h"
+#include "harness/serve/server.h"
 
 namespace samebits::cli {
 namespace {
@@ -22,6 +23,10 @@ void add_run_options(CLI::App* cmd, RunArgs* a, bool full) {
   cmd->add_option("--json", a->json, "Write the results as JSON to this file");
   cmd->add_option("--markdown", a->markdown, "Write a Markdown summary to this file");
   cmd->add_option("--junit", a->junit, "Write JUnit XML to this file");
+  cmd->add_option("--target-url", a->options.target_url,
+                  "Client mode: send the workload to this OpenAI-compatible server (e.g. http://127.0.0.1:8000/v1)");
+  cmd->add_option("--target-model", a->options.target_model, "Client mode: the model name to ask the server for");
+  cmd->add_flag("--in-process", a->options.in_process, "Ignore the scenario's target: run the built-in engine");
   cmd->add_option("--html", a->html, "Write a self-contained HTML report to this file");
   if (full) {
     cmd->add_option("--trace", a->trace, "Write the schedule actually used to this trace file (for replay)");
@@ -34,6 +39,32 @@ void add_run_options(CLI::App* cmd, RunArgs* a, bool full) {
   cmd->add_flag("--profile", a->options.profile,
                  "Time every op on the backend's clock (CUDA events on a GPU) and report where the time went");
   cmd->add_flag_function("--no-progress", [a](int64_t) { a->progress = false; }, "No progress line on stderr");
+}
+
+void add_serve_options(CLI::App* cmd, serve::ServeOptions* o, std::string* mode) {
+  cmd->add_option("--model", o->model, "Model spec: builtin | synthetic:<config>[:seed] | checkpoint dir");
+  cmd->add_option("--backend", o->backend, "Backend")->check(CLI::IsMember({"cpu", "cuda"}));
+  cmd->add_option("--mode", *mode, "Kernel mode")->check(CLI::IsMember({"default", "invariant"}));
+  cmd->add_option("--host", o->host, "Address to listen on (loopback unless told otherwise)");
+  cmd->add_option("--port", o->port, "Port (0 = any free port; the chosen one is printed)")->check(CLI::Range(0, 65535));
+  cmd->add_option("--served-model-name", o->served_model_name, "Model name clients give (default: samebits-builtin / from --model)");
+  cmd->add_option("--threads", o->threads, "CPU backend threads (default: all)")->check(CLI::Range(1, 1024));
+  cmd->add_option("--kv-blocks", o->engine.num_blocks, "KV cache blocks")->check(CLI::Range(1, 1 << 24));
+  cmd->add_option("--block-size", o->engine.block_size, "KV block size (tokens)")->check(CLI::Range(1, 4096));
+  cmd->add_option("--max-seqs", o->engine.max_seqs, "Running sequences at most")->check(CLI::Range(1, 65536));
+  cmd->add_option("--max-tokens-per-step", o->engine.max_tokens_per_step, "Token budget of one engine step")
+      ->check(CLI::Range(1, 1 << 20));
+  cmd->add_option("--max-chunk", o->engine.max_chunk, "Prefill chunk cap (0 = none)")->check(CLI::Range(0, 1 << 20));
+  cmd->add_option("--parallel-units", o->engine.exec.parallel_units, "Units default-mode planners size splits for")
+      ->check(CLI::Range(1, 1 << 16));
+  cmd->add_option("--max-queue", o->limits.max_queued_sequences, "Sequences queued or running at most (more: HTTP 429)")
+      ->check(CLI::Range(1, 1 << 20));
+  cmd->add_option("--max-body-bytes", o->max_body_bytes, "Largest request body (more: HTTP 413)")->check(CLI::Range(64, 1 << 30));
+  cmd->add_option("--max-n", o->max_n, "Largest n per request")->check(CLI::Range(1, 1024));
+  cmd->add_option("--http-threads", o->http_threads, "Connections served at once")->check(CLI::Range(1, 4096));
+  cmd->add_option_function<int>("--request-timeout", [o](int s) { o->limits.request_timeout = std::chrono::seconds(s); },
+                                "Seconds one request may take (default 600)")
+      ->check(CLI::Range(1, 86400));
 }
 
 int main_impl(int argc, char** argv) {
@@ -77,6 +108,11 @@ int main_impl(int argc, char** argv) {
 
   CLI::App* info = app.add_subcommand("info", "Backends, devices, models and versions");
 
+  serve::ServeOptions serve_options;
+  std::string serve_mode = "invariant";
+  CLI::App* serve_cmd = app.add_subcommand("serve", "Serve the built-in engine over an OpenAI-compatible HTTP API");
+  add_serve_options(serve_cmd, &serve_options, &serve_mode);
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -90,6 +126,10 @@ int main_impl(int argc, char** argv) {
   if (replay->parsed()) return replay_command(trace, replay_json);
   if (explain->parsed()) return explain_command(explain_args);
   if (info->parsed()) return info_command();
+  if (serve_cmd->parsed()) {
+    serve_options.mode = *parse_mode(serve_mode);
+    return serve::run_serve(serve_options);
+  }
   return input_error("no command given (see --help)");
 }
 

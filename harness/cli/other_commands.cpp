@@ -17,14 +17,21 @@ int compare_command(const std::string& a_path, const std::string& b_path) {
   auto b = read_results_file(b_path);
   if (!b.ok()) return input_error(std::string(b.status().message()));
   bool same = true;
-  std::printf("%-10s %8s %9s %12s %10s %10s\n", "mode", "samples", "differing", "first sample", "token step",
-              "logit step");
+  std::printf("A: %s (%s, %s)\nB: %s (%s, %s)\n", a_path.c_str(), a->identity.backend.id.c_str(), a->identity.scenario.name.c_str(),
+              b_path.c_str(), b->identity.backend.id.c_str(), b->identity.scenario.name.c_str());
+  std::printf("%-22s %8s %13s %13s %13s %9s %12s %10s %10s %s\n", "mode", "samples", "completions", "logit streams",
+              "1st tok div", "differing", "first sample", "token step", "logit step", "main completions");
+  auto pair = [](int x, int y) { return absl::StrCat(x, " | ", y); };
+  auto pos = [](int p) { return p < 0 ? std::string("-") : std::to_string(p); };
   for (const ComparisonLine& l : compare_results(*a, *b)) {
-    std::printf("%-10s %8d %9d %12s %10s %10s  %s\n", l.mode.c_str(), l.samples_compared, l.samples_differing,
-                l.first_sample < 0 ? "-" : std::to_string(l.first_sample).c_str(),
-                l.first_token_step < 0 ? "-" : std::to_string(l.first_token_step).c_str(),
-                l.first_logit_step < 0 ? "-" : std::to_string(l.first_logit_step).c_str(), l.note.c_str());
-    same = same && l.samples_differing == 0 && l.note.empty();
+    std::printf("%-22s %8d %13s %13s %13s %9d %12s %10s %10s %s%s%s\n", l.mode.c_str(), l.samples_compared,
+                pair(l.unique_completions_a, l.unique_completions_b).c_str(),
+                pair(l.unique_streams_a, l.unique_streams_b).c_str(),
+                absl::StrCat(pos(l.first_token_divergence_a), " | ", pos(l.first_token_divergence_b)).c_str(),
+                l.samples_differing, pos(l.first_sample).c_str(), pos(l.first_token_step).c_str(),
+                pos(l.first_logit_step).c_str(), l.main_completions_agree ? "agree" : "DIFFER",
+                l.note.empty() ? "" : "  ", l.note.c_str());
+    same = same && l.samples_differing == 0 && l.note.empty() && l.main_completions_agree;
   }
   for (Mode mode : {Mode::kInvariant, Mode::kDefault}) {
     if (std::string why = incomparability(a->identity, b->identity, mode); !why.empty())

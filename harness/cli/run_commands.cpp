@@ -42,7 +42,7 @@ ExperimentOptions options_of(const RunArgs& a) {
 
 std::string golden_file(const RunArgs& a, const Experiment& e) {
   const std::string dir = a.golden_dir.empty() ? default_golden_dir(a.scenario) : a.golden_dir;
-  return golden_path(dir, e.scenario.name, e.backend->id);
+  return golden_path(dir, e.scenario.name, e.backend_id);
 }
 
 // Stages every output the arguments name; nothing reaches its target until `outputs` commit.
@@ -56,8 +56,10 @@ absl::Status stage_outputs(const RunArgs& a, const Experiment& e, OutputFiles* o
     if (absl::Status s = outputs->stage(a.html, format_html(e.results, explained)); !s.ok()) return s;
   if (!a.junit.empty())
     if (absl::Status s = outputs->stage(a.junit, format_junit(e.results)); !s.ok()) return s;
-  if (!a.trace.empty())
+  if (!a.trace.empty()) {
+    if (e.scenario.target) return absl::InvalidArgumentError("--trace: client mode has no engine schedule to record");
     if (absl::Status s = write_trace(e.trace(), a.trace, outputs); !s.ok()) return s;
+  }
   return absl::OkStatus();
 }
 
@@ -73,11 +75,10 @@ absl::StatusOr<std::optional<Golden>> read_existing_golden(const RunArgs& a, con
                                                            std::string* path = nullptr) {
   auto sc = load_with_overrides(a.scenario, o);
   if (!sc.ok()) return sc.status();
-  std::string why;
-  const Backend* backend = find_backend(sc->backend, &why);
-  if (!backend) return absl::FailedPreconditionError(absl::StrCat("backend ", sc->backend, ": ", why));
+  auto backend_id = scenario_backend_id(*sc);
+  if (!backend_id.ok()) return backend_id.status();
   const std::string dir = a.golden_dir.empty() ? default_golden_dir(a.scenario) : a.golden_dir;
-  const std::string file = golden_path(dir, sc->name, backend->id);
+  const std::string file = golden_path(dir, sc->name, *backend_id);
   if (path) *path = file;
   return read_golden(file);
 }

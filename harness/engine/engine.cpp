@@ -17,6 +17,7 @@ const char* finish_reason_name(FinishReason r) {
     case FinishReason::kEos: return "eos";
     case FinishReason::kStopSequence: return "stop_sequence";
     case FinishReason::kRejected: return "rejected";
+    case FinishReason::kCancelled: return "cancelled";
   }
   return "unknown";
 }
@@ -153,6 +154,7 @@ void Engine::add_request(RequestSpec spec) {
 }
 
 bool Engine::has_unfinished() const { return impl_->scheduler->has_unfinished(); }
+bool Engine::cancel(uint64_t request_id) { return impl_->scheduler->cancel(request_id); }
 
 absl::StatusOr<StepRecord> Engine::step(const StepRecord* forced) {
   Impl& m = *impl_;

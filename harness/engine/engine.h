@@ -33,7 +33,7 @@ struct RequestSpec {
   bool observe = false;  // report every generated token's logits to the StepObserver
 };
 
-enum class FinishReason { kRunning, kMaxTokens, kEos, kStopSequence, kRejected };
+enum class FinishReason { kRunning, kMaxTokens, kEos, kStopSequence, kRejected, kCancelled };
 const char* finish_reason_name(FinishReason r);
 
 struct RequestResult {
@@ -107,6 +107,9 @@ class Engine {
   // context, or more blocks than the cache has) finishes at once as kRejected with the reason.
   void add_request(RequestSpec spec);
   bool has_unfinished() const;
+  // Finishes a queued or running request at once as kCancelled (its tokens so far in the result)
+  // and frees its KV blocks; call between steps. False when no such request is unfinished.
+  bool cancel(uint64_t request_id);
   // Schedules and runs one step. With `forced`, runs exactly that schedule (replay) instead: the
   // same requests must have been added before the same steps; a record that does not fit the
   // engine's state (unknown request, position, busy block, missing prefix hit) is an error naming

@@ -258,6 +258,16 @@ void Scheduler::finish(Request* r, FinishReason reason) {
   requests_.erase(r->spec.id);  // frees r
 }
 
+bool Scheduler::cancel(uint64_t request_id) {
+  auto it = requests_.find(request_id);
+  if (it == requests_.end()) return false;
+  Request* r = it->second.get();
+  auto w = std::find(waiting_.begin(), waiting_.end(), r);
+  if (w != waiting_.end()) waiting_.erase(w);
+  finish(r, FinishReason::kCancelled);
+  return true;
+}
+
 std::vector<RequestResult> Scheduler::take_finished() {
   std::vector<RequestResult> out;
   out.swap(finished_);

@@ -82,6 +82,8 @@ class Scheduler {
   // Appends a sampled token; finishes the request (freeing `request`) when it is done.
   FinishReason append_token(Request* request, int32_t token);
 
+  // Finishes an unfinished request as kCancelled, freeing its blocks (between steps only).
+  bool cancel(uint64_t request_id);
   std::vector<RequestResult> take_finished();
   const SchedulerStats& stats() const { return stats_; }
   const BlockManager& block_manager() const { return blocks_; }

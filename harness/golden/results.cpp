@@ -136,39 +136,62 @@ ModeResult analyze_mode(Mode mode, std::vector<TargetObservation> obs, const Run
   return r;
 }
 
+namespace {
+
+ComparisonLine compare_modes(const ModeResult& ma, const ModeResult& mb) {
+  ComparisonLine line;
+  line.mode = ma.mode == mb.mode ? std::string(mode_name(ma.mode))
+                                 : absl::StrCat(std::string(mode_name(ma.mode)), " vs ", std::string(mode_name(mb.mode)));
+  line.unique_completions_a = ma.unique_completions();
+  line.unique_completions_b = mb.unique_completions();
+  line.unique_streams_a = ma.unique_logit_streams();
+  line.unique_streams_b = mb.unique_logit_streams();
+  line.first_token_divergence_a = ma.earliest_token_divergence;
+  line.first_token_divergence_b = mb.earliest_token_divergence;
+  line.main_completions_agree = !ma.groups.empty() && !mb.groups.empty() &&
+                                (ma.groups[0].tokens == mb.groups[0].tokens || ma.main_text() == mb.main_text());
+  const size_t n = std::min(ma.per_sample.size(), mb.per_sample.size());
+  line.samples_compared = int(n);
+  if (ma.per_sample.size() != mb.per_sample.size())
+    line.note = absl::StrCat("sample counts differ (", ma.per_sample.size(), " vs ", mb.per_sample.size(), ")");
+  for (size_t i = 0; i < n; ++i) {
+    const SampleSummary& sa = ma.per_sample[i];
+    const SampleSummary& sb = mb.per_sample[i];
+    const LogitStream& la = ma.streams[size_t(sa.stream)];
+    const LogitStream& lb = mb.streams[size_t(sb.stream)];
+    if (la.digest == lb.digest) continue;
+    line.samples_differing++;
+    if (line.first_sample < 0) {
+      line.first_sample = sa.sample;
+      line.first_token_step = first_token_difference(ma.groups[size_t(sa.completion)].tokens,
+                                                     mb.groups[size_t(sb.completion)].tokens);
+      line.first_logit_step = first_difference(la.steps, lb.steps);
+    }
+  }
+  return line;
+}
+
+}  // namespace
+
 std::vector<ComparisonLine> compare_results(const RunResults& a, const RunResults& b) {
+  if (a.modes.size() == 1 && b.modes.size() == 1) return {compare_modes(a.modes[0], b.modes[0])};
   std::vector<ComparisonLine> lines;
   for (const ModeResult& ma : a.modes) {
-    ComparisonLine line;
-    line.mode = std::string(mode_name(ma.mode));
-    const ModeResult* mb = b.find(ma.mode);
-    if (!mb) {
+    if (const ModeResult* mb = b.find(ma.mode)) {
+      lines.push_back(compare_modes(ma, *mb));
+    } else {
+      ComparisonLine line;
+      line.mode = std::string(mode_name(ma.mode));
       line.note = "only in the first file";
       lines.push_back(line);
-      continue;
     }
-    const size_t n = std::min(ma.per_sample.size(), mb->per_sample.size());
-    line.samples_compared = int(n);
-    if (ma.per_sample.size() != mb->per_sample.size())
-      line.note = absl::StrCat("sample counts differ (", ma.per_sample.size(), " vs ", mb->per_sample.size(), ")");
-    for (size_t i = 0; i < n; ++i) {
-      const SampleSummary& sa = ma.per_sample[i];
-      const SampleSummary& sb = mb->per_sample[i];
-      const LogitStream& la = ma.streams[size_t(sa.stream)];
-      const LogitStream& lb = mb->streams[size_t(sb.stream)];
-      if (la.digest == lb.digest) continue;
-      line.samples_differing++;
-      if (line.first_sample < 0) {
-        line.first_sample = sa.sample;
-        line.first_token_step = first_token_difference(ma.groups[size_t(sa.completion)].tokens,
-                                                       mb->groups[size_t(sb.completion)].tokens);
-        line.first_logit_step = first_difference(la.steps, lb.steps);
-      }
-    }
-    lines.push_back(line);
   }
   for (const ModeResult& mb : b.modes) {
-    if (!a.find(mb.mode)) lines.push_back({std::string(mode_name(mb.mode)), 0, 0, -1, -1, -1, "only in the second file"});
+    if (a.find(mb.mode)) continue;
+    ComparisonLine line;
+    line.mode = std::string(mode_name(mb.mode));
+    line.note = "only in the second file";
+    lines.push_back(line);
   }
   return lines;
 }

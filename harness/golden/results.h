@@ -4,6 +4,7 @@
 // text on both sides of the fork; wall time and throughput. Round-trips through JSON.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -136,14 +137,21 @@ absl::StatusOr<RunResults> read_results_file(const std::string& path);
 // Writes the file atomically, or, given `outputs`, stages it there (written when they commit).
 absl::Status write_results_file(const RunResults& results, const std::string& path, OutputFiles* outputs = nullptr);
 
-// First divergence between two result files, mode by mode and sample by sample.
+// Two result files side by side (two servers, two modes, a server against the built-in engine):
+// modes of the same name are paired, and when each file holds one mode those two are paired
+// whatever their names. Per pair: both sides' counts, the first differing sample and its first
+// differing token and step digest, and whether the main completions agree.
 struct ComparisonLine {
-  std::string mode;
+  std::string mode;             // "default", or "default vs invariant" for a cross pair
   int samples_compared = 0;
   int samples_differing = 0;
   int first_sample = -1;      // first differing sample
   int first_token_step = -1;  // its first differing token
   int first_logit_step = -1;  // its first differing step digest
+  int unique_completions_a = 0, unique_completions_b = 0;
+  int unique_streams_a = 0, unique_streams_b = 0;
+  int first_token_divergence_a = -1, first_token_divergence_b = -1;  // within each file
+  bool main_completions_agree = false;  // same tokens (or, across tokenizers, the same text)
   std::string note;
 };
 std::vector<ComparisonLine> compare_results(const RunResults& a, const RunResults& b);

@@ -71,6 +71,17 @@ RunIdentity make_run_identity(const Scenario& sc, const std::string& model_descr
   return id;
 }
 
+RunIdentity make_client_identity(const Scenario& sc, const ServedTarget& target, int samples) {
+  RunIdentity id;
+  id.scenario = {sc.name, sc.file, sc.file_hash, target_requests_hash(sc)};
+  id.model = {target.model, target.card, target.model_digest};
+  id.backend = {"http", target.backend_id, target.description, BackendDevice{}, target.kernel_set_version};
+  id.engine = sc.engine;
+  id.live = true;
+  id.samples = samples;
+  return id;
+}
+
 json identity_to_json(const RunIdentity& id) {
   const EngineSettings& e = id.engine;
   const BackendDevice& d = id.backend.device;

@@ -67,6 +67,21 @@ uint64_t target_requests_hash(const Scenario& scenario);
 RunIdentity make_run_identity(const Scenario& scenario, const std::string& model_description,
                               uint64_t weights_digest, const Backend& backend, int samples, int threads, bool live);
 
+// What a client-mode run knows of the server it examined (harness/client queries it).
+struct ServedTarget {
+  std::string model;           // the model id requests name
+  std::string card;            // what the server reports about that model (for people)
+  uint64_t model_digest = 0;   // samebits serve: its weights digest; other servers: XXH3 of the card
+  std::string backend_id;      // http-<model> (client::target_backend_id)
+  std::string description;     // API, URL and what the digests cover (for people)
+  int kernel_set_version = 0;  // samebits serve's; 0 for other servers
+};
+
+// The identity of running `scenario` against a server: the server stands where the backend would
+// ("http", its backend id); the scenario's engine settings shaped the traffic, the server's own
+// settings are its business. Always live.
+RunIdentity make_client_identity(const Scenario& scenario, const ServedTarget& target, int samples);
+
 nlohmann::json identity_to_json(const RunIdentity& identity);
 // Reads the "identity" object at `path` of `file` (for messages); one line naming file and field.
 absl::StatusOr<RunIdentity> identity_from_json(const nlohmann::json& json, const std::string& file,

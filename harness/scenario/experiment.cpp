@@ -4,6 +4,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "harness/scenario/live.h"
+#include "harness/client/client_run.h"
+#include "models/tiny_qwen/tokenizer.h"
 
 namespace samebits {
 
@@ -15,8 +17,65 @@ absl::StatusOr<Scenario> load_with_overrides(const std::string& path, const Expe
   if (o.samples > 0) sc->samples = o.samples;
   if (!o.model.empty()) sc->model = o.model;
   if (o.clients > 0) sc->live.clients = o.clients;
+  if (o.in_process) sc->target.reset();
+  if (!o.target_url.empty()) {
+    if (!sc->target && o.target_model.empty())
+      return absl::InvalidArgumentError(absl::StrCat(path, ": --target-url needs --target-model (the scenario names no target)"));
+    if (!sc->target) sc->target = TargetSettings{};
+    sc->target->url = o.target_url;
+  }
+  if (!o.target_model.empty()) {
+    if (!sc->target) return absl::InvalidArgumentError(absl::StrCat(path, ": --target-model needs a target (--target-url)"));
+    sc->target->model = o.target_model;
+  }
   return sc;
 }
+
+absl::StatusOr<std::string> scenario_backend_id(const Scenario& sc) {
+  if (sc.target) return client::target_backend_id(sc.target->model);
+  std::string why;
+  const Backend* backend = find_backend(sc.backend, &why);
+  if (!backend) return absl::FailedPreconditionError(absl::StrCat("backend ", sc.backend, ": ", why));
+  return backend->id;
+}
+
+namespace {
+
+// Client mode: the workload against the scenario's target, one run labelled with the server's mode.
+absl::Status run_client_mode(Experiment& e, const ExperimentOptions& o) {
+  const TargetSettings& t = *e.scenario.target;
+  auto info = client::query_server(t);
+  if (!info.ok()) return absl::Status(info.status().code(), absl::StrCat(e.scenario.file, ": ", info.status().message()));
+  Mode mode = Mode::kDefault;
+  if (!t.mode.empty()) mode = *parse_mode(t.mode);
+  else if (info->mode) mode = *info->mode;
+  if (info->mode && *info->mode != mode)
+    return absl::InvalidArgumentError(absl::StrCat(e.scenario.file, ": target.mode: ", t.mode, " but the server runs in ",
+                                                   std::string(mode_name(*info->mode)), " mode"));
+  client::TokenTexts texts;
+  client::ClientRunFigures figures;
+  std::function<void(int, int)> report_samples;
+  if (o.progress) {
+    o.progress({mode, 0, e.workload.samples, false});
+    report_samples = [&](int done, int total) { o.progress({mode, done, total, false}); };
+  }
+  auto run = client::run_against_target(e.scenario, e.workload, mode, &texts, &figures, report_samples);
+  if (o.progress) o.progress({mode, run.ok() ? e.workload.samples : 0, e.workload.samples, true});
+  if (!run.ok()) return absl::Status(run.status().code(), absl::StrCat(t.url, ": ", run.status().message()));
+  ServedTarget served{t.model, info->card, info->is_samebits ? info->weights_digest : info->card_digest, e.backend_id,
+                      absl::StrCat(t.api, " API at ", t.url,
+                                   info->is_samebits ? " (samebits serve, " + info->backend_id + ")" : "",
+                                   figures.samebits_digests ? "; digests over token ids and fp32 logits"
+                                                            : "; digests over returned tokens and logprobs"),
+                      info->kernel_set_version};
+  e.results.identity = make_client_identity(e.scenario, served, e.workload.samples);
+  RunResults& r = e.results;
+  r.modes.push_back(analyze_mode(mode, run->targets, run->figures, texts));
+  e.runs.push_back(std::move(*run));
+  return absl::OkStatus();
+}
+
+}  // namespace
 
 RunResults make_results(const RunIdentity& identity, const TextTokenizer& tokenizer, std::vector<ModeRun>& runs) {
   RunResults r;
@@ -30,6 +89,16 @@ absl::StatusOr<Experiment> run_experiment(const std::string& path, const Experim
   auto sc = load_with_overrides(path, o);
   if (!sc.ok()) return sc.status();
   e.scenario = std::move(*sc);
+  auto backend_id = scenario_backend_id(e.scenario);
+  if (!backend_id.ok()) return backend_id.status();
+  e.backend_id = *backend_id;
+  if (e.scenario.target) {
+    auto workload = generate_workload(e.scenario, ByteTokenizer());  // prompts go out as text: bytes after BOS
+    if (!workload.ok()) return workload.status();
+    e.workload = std::move(*workload);
+    if (absl::Status s = run_client_mode(e, o); !s.ok()) return s;
+    return e;
+  }
   std::string why;
   e.backend = find_backend(e.scenario.backend, &why);
   if (!e.backend) return absl::FailedPreconditionError(absl::StrCat("backend ", e.scenario.backend, ": ", why));

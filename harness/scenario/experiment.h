@@ -37,6 +37,9 @@ struct ExperimentOptions {
   int clients = 0;          // live client threads; 0 = the scenario's
   bool keep_records = false;
   ProgressCallback progress;  // empty = no progress reported
+  bool in_process = false;  // ignore the scenario's target: run the built-in engine
+  std::string target_url;   // client mode: overrides target.url (or adds a target, with target_model)
+  std::string target_model;
   bool profile = false;       // per-op timing (RunFigures::op_times)
 };
 
@@ -47,12 +50,17 @@ struct Experiment {
   Workload workload;
   std::vector<ModeRun> runs;
   RunResults results;  // golden status still "none"
+  std::string backend_id;  // the built-in backend's id, or http-<model> in client mode
   Trace trace() const;
 };
 
 absl::StatusOr<Experiment> run_experiment(const std::string& scenario_path, const ExperimentOptions& options);
 // Loads the scenario and applies the overrides without running anything.
 absl::StatusOr<Scenario> load_with_overrides(const std::string& scenario_path, const ExperimentOptions& options);
+
+// The backend id a scenario's results and goldens carry: the built-in backend's, or http-<model>
+// when it names a target. Errors when the backend is unavailable.
+absl::StatusOr<std::string> scenario_backend_id(const Scenario& scenario);
 
 // Where goldens live: the `golden/` folder beside the scenario's `scenarios/` folder when it is in
 // one, else the source tree's golden/.

@@ -158,6 +158,22 @@ absl::StatusOr<Scenario> parse_scenario(std::string_view text, const std::string
     f->read_int("step_us", &s.live.step_us, 0, 10000000);
     top.merge(f->finish());
   }
+  if (auto f = top.child("target")) {
+    TargetSettings t;
+    f->read_string("url", &t.url, true);
+    if (f->status().ok() && t.url.rfind("http://", 0) != 0 && t.url.rfind("https://", 0) != 0)
+      f->fail("url", "'" + t.url + "' does not start with http:// or https://");
+    f->read_string("model", &t.model, true);
+    f->read_choice("api", &t.api, {"completions", "chat"});
+    f->read_string("api_key_env", &t.api_key_env);
+    f->read_int("connections", &t.connections, 1, 1024);
+    f->read_int("top_logprobs", &t.top_logprobs, 0, 20);
+    f->read_bool("stream", &t.stream);
+    f->read_int("timeout_s", &t.timeout_s, 1, 86400);
+    f->read_choice("mode", &t.mode, {"default", "invariant"});
+    s.target = t;
+    top.merge(f->finish());
+  }
   std::vector<std::string> modes;
   top.read_choice_list("modes", &modes, {"default", "invariant"});
   if (!modes.empty()) {

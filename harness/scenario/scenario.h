@@ -5,6 +5,7 @@
 // line, field and value.
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -63,6 +64,19 @@ struct LiveSettings {
   int step_us = 2000;
 };
 
+// Client mode: the workload goes to an OpenAI-compatible server instead of the built-in engine.
+struct TargetSettings {
+  std::string url;          // base URL, e.g. http://127.0.0.1:8000/v1
+  std::string model;        // the model name the server serves
+  std::string api = "completions";  // completions | chat
+  std::string api_key_env;  // environment variable holding a bearer token; "" = none
+  int connections = 8;      // concurrent connections
+  int top_logprobs = 5;     // alternatives asked per target token
+  bool stream = false;      // server-sent events instead of whole responses
+  int timeout_s = 600;      // per request
+  std::string mode;         // the mode the server claims (default | invariant); "" = as it reports, else default
+};
+
 struct Scenario {
   std::string name;        // golden/<name>/...
   std::string file;        // path as given
@@ -86,6 +100,7 @@ struct Scenario {
   std::vector<Mode> modes{Mode::kDefault, Mode::kInvariant};
   std::string backend = "cpu";
   LiveSettings live;
+  std::optional<TargetSettings> target;
   // Default mode must show divergence (more than one logit stream): when it does not, the harness
   // has lost its sight, and `golden check` fails and `golden update` refuses. A scenario too small
   // to diverge says false.

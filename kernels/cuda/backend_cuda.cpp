@@ -5,6 +5,7 @@
 // and enter the run identity of default-mode goldens. The table exists only when a device answers; otherwise cuda_backend() is nullptr and
 // says why.
 #include <atomic>
+#include <cstdlib>
 #include <chrono>
 #include <mutex>
 #include <string>
@@ -107,6 +108,24 @@ absl::Status cuda_fill_synthetic_entry(void* dst, int64_t n, uint64_t key, float
   return cuda_fill_synthetic(dst, n, key, scale, offset);
 }
 
+// Registered with atexit once the runtime has a context, so it runs before the CUDA runtime's own
+// teardown (atexit handlers run in reverse order): waits for the device, then frees the buffers
+// that live as long as the process (scratch, the mailbox, cuBLASLt's workspace), so that
+// compute-sanitizer's leak check and cuda-memcheck see every allocation returned.
+void release_at_exit() {
+  Runtime& r = runtime();
+  if (cudaDeviceSynchronize() != cudaSuccess) return;  // a broken context frees everything itself
+  cublaslt_release();
+  std::lock_guard<std::mutex> lock(r.scratch_mutex);
+  for (int which = 0; which < 2; ++which) {
+    if (r.scratch[which] != nullptr) cudaFree(r.scratch[which]);
+    r.scratch[which] = nullptr;
+    r.scratch_bytes[which] = 0;
+  }
+  if (r.mailbox != nullptr) cudaFree(r.mailbox);
+  r.mailbox = nullptr;
+}
+
 // Starts the runtime on device 0; *why says what failed.
 const Backend* make_backend(std::string* why) {
   int count = 0;
@@ -146,6 +165,7 @@ const Backend* make_backend(std::string* why) {
     return nullptr;
   }
   r.mailbox = static_cast<DeviceError*>(box);
+  std::atexit(release_at_exit);
 
   Backend* b = new Backend();
   b->id = absl::StrCat("cuda-sm", prop.major, prop.minor);

@@ -120,6 +120,22 @@ absl::Status cublaslt_linear(const ExecContext& ctx, const LinearArgs& a) {
   return absl::OkStatus();
 }
 
+void cublaslt_release() {
+  State& st = state();
+  std::lock_guard<std::mutex> lock(st.mutex);
+  for (auto& [key, plan] : st.plans) {
+    cublasLtMatrixLayoutDestroy(plan.a);
+    cublasLtMatrixLayoutDestroy(plan.b);
+    cublasLtMatrixLayoutDestroy(plan.d);
+    cublasLtMatmulDescDestroy(plan.desc);
+  }
+  st.plans.clear();
+  if (st.workspace != nullptr) cudaFree(st.workspace);
+  st.workspace = nullptr;
+  if (st.handle != nullptr) cublasLtDestroy(st.handle);
+  st.handle = nullptr;
+}
+
 std::string cublaslt_version() {
   const size_t v = cublasLtGetVersion();  // major * 10000 + minor * 100 + patch
   return absl::StrCat(v / 10000, ".", v / 100 % 100, ".", v % 100);

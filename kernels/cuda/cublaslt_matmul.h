@@ -9,6 +9,9 @@ namespace samebits::cuda {
 // y = x * w^T (+ bias) with cuBLASLt's heuristic algorithm for this (M, N, K, output type); the
 // choice is cached per shape. fp32 output with a bias: the matmul, then one fp32 add per element.
 absl::Status cublaslt_linear(const ExecContext& ctx, const LinearArgs& args);
+// Frees the workspace, the cached plans and the handle (at process exit, after the device is idle);
+// a later cublaslt_linear starts them again.
+void cublaslt_release();
 // The loaded cuBLASLt's version, "major.minor.patch" (cublasLtGetVersion).
 std::string cublaslt_version();
 // y[m, n] = y[m, n] + bias[n] in fp32 (linear.cu).

@@ -40,7 +40,7 @@ absl::StatusOr<ModelSource> resolve_model(const std::string& spec) {
     out.config = std::move(ckpt->config);
     out.config.name = "tiny";
     out.weights = std::move(ckpt->weights);
-    out.description = absl::StrCat("builtin: trained tiny Qwen3, byte-level (", dir, ")");
+    out.description = "builtin: trained tiny Qwen3, byte-level (models/tiny_qwen/checkpoint)";
   } else if (absl::StartsWith(spec, "synthetic:")) {
     std::vector<std::string> parts = absl::StrSplit(spec, ':');
     if (parts.size() > 3 || parts[1].empty()) {

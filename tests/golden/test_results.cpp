@@ -119,5 +119,23 @@ TEST(Results, CompareFindsFirstDifferingSampleAndStep) {
   EXPECT_EQ(diff[0].first_logit_step, 7);
 }
 
+TEST(Results, ComparePairsTwoSingleModeFilesSideBySide) {
+  RunResults a = synthetic_results(6, {}, Mode::kInvariant);
+  RunResults b = synthetic_results(6, {{4, 7}}, Mode::kDefault);
+  auto lines = compare_results(a, b);
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_EQ(lines[0].mode, "invariant vs default");
+  EXPECT_EQ(lines[0].unique_completions_a, 1);
+  EXPECT_EQ(lines[0].unique_completions_b, 2);
+  EXPECT_EQ(lines[0].first_token_divergence_b, 7);
+  EXPECT_EQ(lines[0].first_sample, 4);
+  EXPECT_TRUE(lines[0].main_completions_agree);
+  // The inverse: when most samples fork, the other file's main completion is a different one.
+  RunResults c = synthetic_results(6, {{0, 3}, {1, 3}, {2, 3}, {3, 3}}, Mode::kDefault);
+  auto other = compare_results(a, c);
+  ASSERT_EQ(other.size(), 1u);
+  EXPECT_FALSE(other[0].main_completions_agree);
+}
+
 }  // namespace
 }  // namespace samebits

@@ -10,6 +10,10 @@ bool gpu_required() {
   return v != nullptr && std::string(v) == "1";
 }
 
+bool sanitizer_shapes() {
+  const char* v = std::getenv("SAMEBITS_GPU_SANITIZER_SHAPES");
+  return v != nullptr && std::string(v) == "1";
+}
 
 const Backend* gpu_backend(std::string* why) { return cuda_backend(why); }
 

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <initializer_list>
 #include <memory>
 #include <string>
 #include <vector>
@@ -49,6 +50,17 @@ class DeviceBuffer {
   size_t n_, guard_;
   T* base_ = nullptr;
 };
+
+// True when SAMEBITS_GPU_SANITIZER_SHAPES=1 (ci/gpu_sanitizers.sh sets it for racecheck, which
+// slows shared-memory kernels 100-1000x): the heaviest sweeps then run a reduced list of shapes,
+// chosen so that every kernel route and every assertion of the full list is still exercised.
+bool sanitizer_shapes();
+
+// `full`, or `reduced` under sanitizer_shapes().
+template <typename T>
+std::vector<T> sweep(std::initializer_list<T> full, std::initializer_list<T> reduced) {
+  return sanitizer_shapes() ? std::vector<T>(reduced) : std::vector<T>(full);
+}
 
 inline std::string mode_str(Mode m) { return std::string(mode_name(m)); }
 

@@ -26,6 +26,9 @@ namespace {
 constexpr int64_t kLen = 560;
 const AttnShapeG kShapes[] = {{4, 2, 64, 16}, {8, 1, 128, 16}, {32, 8, 128, 16}};
 
+// The sweeps' shapes; under racecheck (sanitizer_shapes()) both head dims with few heads.
+std::vector<AttnShapeG> shapes() { return sweep<AttnShapeG>({kShapes[0], kShapes[1], kShapes[2]}, {kShapes[0], kShapes[1]}); }
+
 StepOptionsG opts(Mode mode) {
   StepOptionsG o;
   o.mode = mode;
@@ -53,7 +56,7 @@ std::vector<bf16> rows_of(const std::vector<bf16>& all, const AttnShapeG& shape,
 // A mixed step: a fresh prefill, a chunk over a cached prefix, long and short decodes.
 TEST(GpuAttention, MixedBatchMatchesCpuBackend) {
   SAMEBITS_REQUIRE_GPU();
-  for (const AttnShapeG& shape : kShapes) {
+  for (const AttnShapeG& shape : shapes()) {
     for (Mode mode : {Mode::kInvariant, Mode::kDefault}) {
       SCOPED_TRACE(absl::StrCat(shape.name(), " ", mode_str(mode)));
       const SeqG a = make_seq_g(shape, 300, 1), b = make_seq_g(shape, 320, 2), c = make_seq_g(shape, 601, 3),
@@ -81,7 +84,7 @@ TEST(GpuAttention, MixedBatchMatchesCpuBackend) {
 
 TEST(GpuAttention, InvariantChunkingDecodeAndPrefixHitsEqualWholePrefill) {
   SAMEBITS_REQUIRE_GPU();
-  for (const AttnShapeG& shape : kShapes) {
+  for (const AttnShapeG& shape : shapes()) {
     const SeqG seq = make_seq_g(shape, kLen, 7);
     const std::vector<bf16> want = baseline(*gpu, shape, seq);
     std::vector<int64_t> prefill_then_decode{300};
@@ -105,7 +108,7 @@ TEST(GpuAttention, InvariantChunkingDecodeAndPrefixHitsEqualWholePrefill) {
 
 TEST(GpuAttention, InvariantBlockTablesAndBlockSizes) {
   SAMEBITS_REQUIRE_GPU();
-  for (const AttnShapeG& base : kShapes) {
+  for (const AttnShapeG& base : shapes()) {
     const SeqG seq = make_seq_g(base, kLen, 8);
     const std::vector<bf16> want = baseline(*gpu, base, seq);
     for (int block_size : {8, 16, 32, 64, 256}) {
@@ -158,7 +161,7 @@ absl::StatusOr<std::vector<bf16>> target_in_batch(const Backend& be, const AttnS
 
 TEST(GpuAttention, InvariantBatchCompositionAndRow) {
   SAMEBITS_REQUIRE_GPU();
-  for (const AttnShapeG& shape : kShapes) {
+  for (const AttnShapeG& shape : shapes()) {
     const SeqG seq = make_seq_g(shape, kLen, 9);
     const std::vector<bf16> want = baseline(*gpu, shape, seq);
     for (int64_t p : {0, 255, 256, 300, 559}) {
@@ -180,7 +183,7 @@ TEST(GpuAttention, InvariantBatchCompositionAndRow) {
 
 TEST(GpuAttention, DefaultModeDiffersWithBatchAndChunking) {
   SAMEBITS_REQUIRE_GPU();
-  for (const AttnShapeG& shape : kShapes) {
+  for (const AttnShapeG& shape : shapes()) {
     const SeqG seq = make_seq_g(shape, kLen, 11);
     // Decode alone (many splits) vs inside 63 others (one split).
     int batch_differs = 0;
@@ -264,7 +267,7 @@ TEST(GpuAttention, DecodeKernelEqualsGeneralKernelBitwise) {
   count3.split_count = 3;
   const RouteCase cases[] = {{Mode::kInvariant, std::nullopt}, {Mode::kDefault, std::nullopt},
                              {Mode::kInvariant, size64}, {Mode::kDefault, count5}, {Mode::kDefault, count3}};
-  for (const AttnShapeG& shape : kShapes) {
+  for (const AttnShapeG& shape : shapes()) {
     const int group = shape.hq / shape.hkv;
     // Decodes across split boundaries; chunks whose last tile holds 1..16 rows; fresh prefills.
     const std::vector<std::pair<int64_t, int64_t>> layout = {

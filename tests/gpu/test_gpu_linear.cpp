@@ -6,6 +6,8 @@
 // at 12288x4096).
 #include <gtest/gtest.h>
 
+#include <array>
+
 #include "absl/strings/str_cat.h"
 #include "tests/gpu/gpu_test_support.h"
 #include "tests/support/test_support.h"
@@ -112,7 +114,10 @@ TEST(GpuLinear, MatchesCpuBackend) {
 #if defined(SAMEBITS_HAVE_CUDA)
 TEST(GpuLinear, InvariantEveryTileConfigurationGivesTheSameBits) {
   SAMEBITS_REQUIRE_GPU();
-  const int64_t shapes[][3] = {{1, 4096, 4096}, {5, 520, 1000}, {16, 300, 4104}, {33, 520, 1000}, {200, 1536, 512}, {300, 4096, 4096}};
+  using Shape = std::array<int64_t, 3>;  // M, N, K; under racecheck the small ones (every config still runs)
+  const std::vector<Shape> shapes = sweep<Shape>(
+      {{1, 4096, 4096}, {5, 520, 1000}, {16, 300, 4104}, {33, 520, 1000}, {200, 1536, 512}, {300, 4096, 4096}},
+      {{5, 520, 1000}, {16, 300, 4104}, {200, 1536, 512}});
   for (const auto& s : shapes) {
     const auto x = random_bf16(size_t(s[0] * s[2]), 11);
     const auto w = random_bf16(size_t(s[1] * s[2]), 12, 0.05f);
@@ -151,7 +156,8 @@ std::vector<bf16> row_in_batch(const Backend& gpu, Mode mode, const BatchProbe& 
 
 TEST(GpuLinear, InvariantRowAloneEqualsRowInAnyBatch) {
   SAMEBITS_REQUIRE_GPU();
-  const int64_t shapes[][2] = {{4096, 4096}, {12288, 4096}, {520, 1000}};
+  using Shape = std::array<int64_t, 2>;  // N, K; under racecheck the small one, every batch size
+  const std::vector<Shape> shapes = sweep<Shape>({{4096, 4096}, {12288, 4096}, {520, 1000}}, {{520, 1000}});
   const int64_t sizes[] = {2, 3, 7, 8, 15, 16, 17, 31, 32, 33, 63, 64, 65, 127, 128, 129, 255, 256, 257, 511, 1024, 2048};
   for (const auto& s : shapes) {
     BatchProbe p{s[0], s[1], random_bf16(size_t(s[1]), 21), random_bf16(size_t(s[0] * s[1]), 22, 0.05f)};
@@ -170,13 +176,17 @@ TEST(GpuLinear, DefaultModeRowDiffersInsideSomeBatch) {
   SAMEBITS_REQUIRE_GPU();
   // (N, K): the o projection (asserted: measured on the H200 to differ from M=64 on), the down
   // projection and a wide one (printed).
-  const int64_t shapes[][2] = {{4096, 4096}, {4096, 12288}, {12288, 4096}};
+  // Under racecheck only the asserted shape, up to M = 128.
+  using Shape = std::array<int64_t, 2>;
+  const std::vector<Shape> shapes = sweep<Shape>({{4096, 4096}, {4096, 12288}, {12288, 4096}}, {{4096, 4096}});
+  const std::vector<int64_t> batch_sizes =
+      sweep<int64_t>({2, 4, 8, 16, 32, 64, 128, 256, 512, 1024}, {2, 4, 8, 16, 32, 64, 128});
   int shapes_differing = 0;
   for (const auto& s : shapes) {
     BatchProbe p{s[0], s[1], random_bf16(size_t(s[1]), 31), random_bf16(size_t(s[0] * s[1]), 32, 0.05f)};
     const std::vector<bf16> alone = row_in_batch(*gpu, Mode::kDefault, p, 1, 0, 33);
     std::vector<int64_t> differing;
-    for (int64_t M : {2, 4, 8, 16, 32, 64, 128, 256, 512, 1024}) {
+    for (int64_t M : batch_sizes) {
       if (!same_bits(alone, row_in_batch(*gpu, Mode::kDefault, p, M, 0, 200 + M))) differing.push_back(M);
     }
     std::string list;

@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# compute-sanitizer over every gpu test (the GPU nightly gate runs it; docs/THREAT_MODEL.md):
+#   memcheck  --leak-check full: out-of-bounds and misaligned device accesses, device memory not
+#             freed by the end of the process; the tests' full shapes
+#   racecheck shared-memory hazards; with SAMEBITS_GPU_SANITIZER_SHAPES=1, so the heaviest sweeps run
+#             their reduced shape lists (tests/gpu/gpu_test_support.h: every kernel route and every
+#             assertion stays, racecheck slows shared-memory kernels 100-1000x)
+# Each test case is its own process (a shard), so one slow case cannot hide the others and a crash
+# names its case; shards run WORKERS at a time on the one GPU, each under a time limit.
+#   ci/gpu_sanitizers.sh GPU_TESTS_BINARY OUT [WORKERS] [SECONDS_PER_SHARD] [GTEST_FILTER]
+# Writes OUT/sanitizers.md (one row per tool and test: clean, errors, hazards, test failure, crash or
+# time-out; seconds) and OUT/sanitizers.log (every shard's output, one after the other).
+# The mutation suite is left out: it runs the same kernels as the engine tests, 13 times over, and
+# its test-only mutants keep scratch buffers for the life of the process.
+# Exit status: 0 when every shard of both tools is clean, 1 otherwise, 2 on bad arguments.
+set -uo pipefail
+BIN="${1:?usage: ci/gpu_sanitizers.sh GPU_TESTS_BINARY OUT [WORKERS] [SECONDS_PER_SHARD] [GTEST_FILTER]}"
+OUT="${2:?usage: ci/gpu_sanitizers.sh GPU_TESTS_BINARY OUT [WORKERS] [SECONDS_PER_SHARD] [GTEST_FILTER]}"
+WORKERS="${3:-4}"
+LIMIT="${4:-600}"
+FILTER="${5:-*}"
+[[ -x $BIN ]] || { echo "gpu_sanitizers: $BIN is not an executable" >&2; exit 2; }
+SANITIZER="${CUDA_HOME:-/usr/local/cuda}/bin/compute-sanitizer"
+command -v compute-sanitizer >/dev/null && SANITIZER=compute-sanitizer
+mkdir -p "$OUT"
+OUT="$(cd "$OUT" && pwd)"
+WORK="$(mktemp -d)"
+trap 'rm -rf "$WORK"' EXIT
+
+# Test cases, "Suite.Name" one a line (typed and parameterised names keep their suffixes).
+"$BIN" --gtest_list_tests --gtest_filter="$FILTER:-GpuMutationSuite.*" |
+  awk '/^[^ ]/ {suite = $1} /^  / {print suite $1}' >"$WORK/cases"
+[[ -s $WORK/cases ]] || { echo "gpu_sanitizers: no test case matches $FILTER" >&2; exit 2; }
+
+# One shard: TOOL CASE. Its log ends with a line "result: ..." and "seconds: N".
+run_shard() {
+  local tool="$1" case="$2" extra=() env=() log="$WORK/$1.${2//\//_}.log" start rc result
+  [[ $tool == memcheck ]] && extra=(--leak-check full)
+  [[ $tool == racecheck ]] && env=(SAMEBITS_GPU_SANITIZER_SHAPES=1)
+  start=$(date +%s)
+  env SAMEBITS_REQUIRE_GPU=1 "${env[@]}" timeout --kill-after=15 "$LIMIT" \
+    "$SANITIZER" --tool "$tool" "${extra[@]}" --error-exitcode 3 \
+    "$BIN" --gtest_brief=1 --gtest_filter="$case" >"$log" 2>&1
+  rc=$?
+  if ((rc == 124 || rc == 137)); then
+    result="TIME-OUT after ${LIMIT} s"
+  elif [[ $tool == memcheck ]] && ! grep -q '^========= ERROR SUMMARY: 0 errors' "$log"; then
+    result="ERRORS: $(grep -h '^========= ERROR SUMMARY' "$log" | tail -1 | sed 's/^========= //')"
+    [[ $result == "ERRORS: " ]] && result="CRASH (exit $rc, no summary)"
+  elif [[ $tool == racecheck ]] && ! grep -q '^========= RACECHECK SUMMARY: 0 hazards' "$log"; then
+    result="HAZARDS: $(grep -h '^========= RACECHECK SUMMARY' "$log" | tail -1 | sed 's/^========= //')"
+    [[ $result == "HAZARDS: " ]] && result="CRASH (exit $rc, no summary)"
+  elif ((rc != 0)); then
+    result="TEST FAILED (exit $rc)"
+  elif grep -q '^\[  SKIPPED \]' "$log"; then
+    result="SKIPPED"
+  else
+    result=clean
+  fi
+  printf 'result: %s\nseconds: %d\n' "$result" $(($(date +%s) - start)) >>"$log"
+}
+export -f run_shard
+export WORK LIMIT SANITIZER BIN
+
+START=$(date +%s)
+# Both tools' shards in one queue, slowest-looking first (the attention and linear sweeps).
+for tool in memcheck racecheck; do sed "s/^/$tool /" "$WORK/cases"; done |
+  awk '{heavy = ($2 ~ /^Gpu(Attention|Linear|Engine)\./); print heavy ? 0 : 1, $0}' | sort -s -k1,1 | cut -d' ' -f2- |
+  xargs -P "$WORKERS" -L 1 bash -c 'run_shard "$0" "$1"'
+
+status=0
+{
+  echo "# compute-sanitizer over the gpu tests ($(basename "$BIN"); $WORKERS shards at a time, ${LIMIT} s each; $(($(date +%s) - START)) s)"
+  echo
+  echo "| tool | test | result | seconds |"
+  echo "|---|---|---|---:|"
+} >"$OUT/sanitizers.md"
+: >"$OUT/sanitizers.log"
+for tool in memcheck racecheck; do
+  clean=0 total=0
+  while read -r case; do
+    log="$WORK/$tool.${case//\//_}.log"
+    result=$(sed -n 's/^result: //p' "$log" | tail -1)
+    seconds=$(sed -n 's/^seconds: //p' "$log" | tail -1)
+    total=$((total + 1))
+    [[ $result == clean ]] && clean=$((clean + 1))
+    [[ $result == clean ]] || status=1
+    echo "| $tool | $case | ${result:-NOT RUN} | ${seconds:-} |" >>"$OUT/sanitizers.md"
+    { echo "===== $tool $case"; cat "$log"; } >>"$OUT/sanitizers.log"
+  done <"$WORK/cases"
+  echo "$tool: $clean of $total test cases clean" >>"$WORK/totals"
+done
+{ echo; sed 's/^/    /' "$WORK/totals"; } >>"$OUT/sanitizers.md"
+cat "$OUT/sanitizers.md"
+exit $status

@@ -1,0 +1,75 @@
+// Reading what an OpenAI-compatible server returns, per generated token, without trusting any one
+// server's extras: pure functions over response bodies (JSON) and server-sent-event streams.
+//
+// Per token, in order of preference:
+//   id:      samebits' / vLLM's `token_ids` (vLLM: return_token_ids, v0.10.2 on), else vLLM's
+//            "token_id:N" token strings (--return-tokens-as-token-ids), else none (SGLang's OpenAI
+//            endpoints give token text only);
+//   text:    the logprobs token string when it is not a "token_id:N" placeholder;
+//   logprob: the chosen token's logprob, and the top alternatives as (token string, logprob);
+//   digest:  samebits serve's step digest (XXH3 over token id + fp32 logits) when every token has one.
+// Completions logprobs: {tokens, token_logprobs, top_logprobs: [{token: lp}], text_offset}; chat
+// logprobs: {content: [{token, logprob, bytes, top_logprobs: [{token, logprob, bytes}]}]}.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "nlohmann/json.hpp"
+
+namespace samebits::client {
+
+enum class Api { kCompletions, kChat };
+
+struct TokenRecord {
+  std::optional<int32_t> id;
+  std::optional<std::string> text;
+  std::optional<double> logprob;
+  std::vector<std::pair<std::string, double>> top;  // most likely first, ties by token string
+  std::optional<uint64_t> step_digest;              // samebits serve only
+};
+
+struct ChoiceRecord {
+  std::string text;           // the completion's text as returned
+  std::vector<TokenRecord> tokens;
+  std::string finish_reason;  // "" when none was given
+  std::optional<uint64_t> digest;  // samebits serve's chained digest, when given
+};
+
+// "token_id:N" -> N.
+std::optional<int32_t> parse_token_id_placeholder(std::string_view token);
+
+// Choice 0 of a non-streamed completion or chat completion body. Errors name the field.
+absl::StatusOr<ChoiceRecord> parse_choice(Api api, const nlohmann::json& body);
+
+// Accumulates a streamed response: feed() the raw bytes as they arrive (any split); each complete
+// `data:` event is a chunk whose choice-0 delta is appended; `data: [DONE]` ends it. An error
+// object inside the stream is an error.
+class StreamReader {
+ public:
+  explicit StreamReader(Api api) : api_(api) {}
+  absl::Status feed(std::string_view bytes);
+  bool done() const { return done_; }
+  // The assembled choice; an error when the stream did not end with [DONE].
+  absl::StatusOr<ChoiceRecord> finish() const;
+  int events() const { return events_; }
+
+ private:
+  absl::Status event(std::string_view data);
+  Api api_;
+  std::string pending_;
+  ChoiceRecord choice_;
+  bool done_ = false;
+  int events_ = 0;
+};
+
+// What a client-mode step digest covers when the server offers no samebits digest: XXH3-64 over
+// the token (id as int32 LE, or the text's bytes when there is no id), the chosen logprob (fp64
+// bits, LE; NaN bits when absent), and each top alternative (text bytes, 0 byte, logprob fp64 LE).
+uint64_t returned_step_digest(const TokenRecord& token);
+
+}  // namespace samebits::client
