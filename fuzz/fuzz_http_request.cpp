@@ -9,6 +9,7 @@
 #include <string_view>
 #include <variant>
 
+#include "common/input_file.h"
 #include "harness/serve/openai_request.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -25,7 +26,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (const ApiError* error = std::get_if<ApiError>(&parsed)) {
     // Bad input is the client's fault: 400 or 404 (unknown model), never a server error.
     if (error->status != 400 && error->status != 404) std::abort();
-    (void)error_json(*error).dump();
+    (void)samebits::json_text(error_json(*error));  // as the server sends it (invalid UTF-8 replaced)
     return 0;
   }
   // What reaches the engine respects the limits.

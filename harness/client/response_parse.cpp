@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "common/input_file.h"
 #include "harness/golden/digest.h"
 
 namespace samebits::client {
@@ -179,11 +180,7 @@ absl::Status StreamReader::event(std::string_view data) {
     return absl::OkStatus();
   }
   json chunk;
-  try {
-    chunk = json::parse(data.begin(), data.end());
-  } catch (const json::parse_error& e) {
-    return absl::InvalidArgumentError(absl::StrCat("stream event ", events_, ": malformed JSON at byte ", e.byte));
-  }
+  if (absl::Status s = parse_json_text(data, absl::StrCat("stream event ", events_), &chunk); !s.ok()) return s;
   if (absl::Status s = error_of(chunk); !s.ok()) return s;
   const json* choices = member(chunk, "choices");
   if (!choices) return absl::OkStatus();  // e.g. the usage chunk

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/input_file.h"
 
 namespace samebits::serve {
 namespace {
@@ -190,13 +191,11 @@ json error_json(const ApiError& e) {
 }
 
 ParsedRequest parse_generation_request(Api api, std::string_view text, const RequestLimits& limits) {
+  // The shared reader of other people's JSON: syntax, nesting, repeated keys and numbers beyond
+  // int64 / double are one error (its message shows positions, never the body's raw bytes).
   json body;
-  try {
-    body = json::parse(text.begin(), text.end());
-  } catch (const json::parse_error& e) {
-    // The parser's message quotes the offending bytes, which may not be UTF-8: keep its position only.
-    return invalid("", absl::StrCat("malformed JSON body at byte ", e.byte), "invalid_json");
-  }
+  if (absl::Status s = parse_json_text(text, "request body", &body); !s.ok())
+    return invalid("", std::string(s.message()), "invalid_json");
   if (!body.is_object()) return invalid("", "the body must be a JSON object");
 
   GenerationRequest r;

@@ -5,6 +5,8 @@
 #include <cstdlib>
 #include <string>
 
+#include <unistd.h>
+
 namespace samebits::cpu {
 namespace {
 
@@ -72,6 +74,11 @@ Isa active_isa() { return active().load(std::memory_order_relaxed); }
 
 void set_active_isa(Isa isa) {
   if (isa_supported(isa)) active().store(isa, std::memory_order_relaxed);
+}
+
+int64_t per_core_cache_bytes() {
+  const long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
+  return l2 > 0 ? int64_t(l2) : int64_t(1) << 20;
 }
 
 }  // namespace samebits::cpu

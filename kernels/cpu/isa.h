@@ -3,6 +3,7 @@
 // path computes the same fixed lane order (kernels/cpu/lanes.h), so the choice changes speed, never
 // bits; tests run each available path against the portable one bitwise.
 #pragma once
+#include <cstdint>
 #include <string_view>
 #include <vector>
 
@@ -15,5 +16,9 @@ bool isa_supported(Isa isa);           // this CPU has the instructions (and thi
 std::vector<Isa> supported_isas();     // portable first
 Isa active_isa();                      // what the kernels use now
 void set_active_isa(Isa isa);          // must be supported; tests and benchmarks
+
+// Bytes of the cache one core has to itself (its L2), as the system reports it; 1 MiB when it does
+// not. Kernels choose schedules by it (prefetching), never arithmetic.
+int64_t per_core_cache_bytes();
 
 }  // namespace samebits::cpu

@@ -23,7 +23,11 @@
 // and the lane trees of four columns run side by side (lanes transposed: same adds, per column).
 // Where the CPU has AVX2 or AVX-512 (kernels/cpu/isa.h, chosen at run time), a tile goes to the
 // vector paths of kernels/cpu/linear_simd.h instead: the same operations per output, wider
-// registers and blocks of rows x columns; tests compare every path with this one bitwise.
+// registers and blocks of rows x columns; x is widened and outputs are finished (bias, bf16
+// rounding) there too, lane by lane. Tiles of 1-3 rows (decode steps) are bound by reading the
+// weight: they read it in bf16 with one widening instruction per 16 values and prefetch the next
+// columns when the weight is larger than one core's cache. Tests compare every path with this one
+// bitwise.
 #include <memory>
 #include <vector>
 
@@ -131,38 +135,38 @@ absl::Status cpu_linear(const ExecContext& ctx, const LinearArgs& a) {
 
   // x widened to fp32 once per call, rows zero-padded to a multiple of 16 (the vector paths read
   // whole 16-value groups; the portable path reads [0, K) of each row).
+  const cpu::Isa isa = cpu::active_isa();
   const int64_t ldx = (K + kLanes - 1) / kLanes * kLanes;
   std::unique_ptr<float[]> xf(new float[M * ldx]);
   cpu::parallel_for(ctx, M, [&](int64_t m) {
-    for (int64_t k = 0; k < K; ++k) xf[m * ldx + k] = to_float(a.x[m * K + k]);
-    for (int64_t k = K; k < ldx; ++k) xf[m * ldx + k] = 0.0f;
+    float* row = xf.get() + m * ldx;
+    switch (isa) {
+      case cpu::Isa::kAvx512: return cpu::linear_widen_row_avx512(a.x + m * K, K, row);
+      case cpu::Isa::kAvx2: return cpu::linear_widen_row_avx2(a.x + m * K, K, row);
+      case cpu::Isa::kPortable: break;
+    }
+    for (int64_t k = 0; k < K; ++k) row[k] = to_float(a.x[m * K + k]);
+    for (int64_t k = K; k < ldx; ++k) row[k] = 0.0f;
   }, K, kMinWorkPerThread);
 
-  auto finish = [&](int64_t m, int64_t n, float v) {
-    if (a.bias != nullptr) v = v + to_float(a.bias[n]);
-    if (a.y != nullptr) {
-      a.y[m * N + n] = to_bf16(v);
-    } else {
-      a.y_f32[m * N + n] = v;
-    }
-  };
-
-  const cpu::Isa isa = cpu::active_isa();
+  const cpu::LinearOutputs outputs{a.bias, a.y, a.y_f32, N};
+  // Weights larger than this are taken not to stay in the cache from one call to the next.
+  static const int64_t kCachedWeightBytes = cpu::per_core_cache_bytes();
+  const bool prefetch_weight = N * K * int64_t(sizeof(bf16)) > kCachedWeightBytes;
   cpu::parallel_for(ctx, tiles_m * tiles_n, [&](int64_t t) {
     int64_t m0 = (t / tiles_n) * kTileM, n0 = (t % tiles_n) * kTileN;
     const int64_t m1 = std::min(M, m0 + kTileM), n1 = std::min(N, n0 + kTileN);
     if (isa == cpu::Isa::kPortable) {
-      compute_block(xf.get(), ldx, a.w, K, part_len, m0, m1, n0, n1, finish);
+      compute_block(xf.get(), ldx, a.w, K, part_len, m0, m1, n0, n1,
+                    [&](int64_t m, int64_t n, float v) { outputs.store(m, n, v); });
       return;
     }
     thread_local std::vector<float> panel;
     if (int64_t(panel.size()) < cpu::kLinearPanelColumns * ldx) panel.resize(size_t(cpu::kLinearPanelColumns * ldx));
     float sums[kTileM * kTileN];
     const cpu::LinearTile tile{xf.get() + m0 * ldx, a.w + n0 * K, K, ldx, part_len, m1 - m0, n1 - n0,
-                               panel.data(), sums};
+                               panel.data(), sums, outputs.at(m0, n0), prefetch_weight};
     if (isa == cpu::Isa::kAvx512) cpu::linear_tile_avx512(tile); else cpu::linear_tile_avx2(tile);
-    for (int64_t m = m0; m < m1; ++m)
-      for (int64_t n = n0; n < n1; ++n) finish(m, n, sums[(m - m0) * (n1 - n0) + (n - n0)]);
   }, std::min(M, kTileM) * std::min(N, kTileN) * K, kMinWorkPerThread);
   return absl::OkStatus();
 }

@@ -10,21 +10,24 @@
 // operations.
 #pragma once
 
+#include "kernels/cpu/bf16_lanes.h"
 #include "kernels/cpu/linear_simd.h"
 #include "kernels/cpu/simd_dots.h"
 
 namespace samebits::cpu::simd {
 
+// A bf16 row of K values widened into dst and zero-padded to the next multiple of 16.
+template <typename V>
+inline void widen_row(const bf16* src, int64_t K, float* dst) {
+  int64_t k = 0;
+  for (; k + 16 <= K; k += 16) V::store(dst + k, V::widen(src + k));
+  if (k < K) V::store(dst + k, V::widen_tail(src + k, int(K - k)));
+}
+
 // Columns [c0, c0 + n) of the weight, widened into the panel and zero-padded to padded_K.
 template <typename V>
 inline void widen_panel(const LinearTile& t, int64_t c0, int n) {
-  for (int c = 0; c < n; ++c) {
-    const bf16* src = t.w + (c0 + c) * t.K;
-    float* dst = t.panel + c * t.padded_K;
-    int64_t k = 0;
-    for (; k + 16 <= t.K; k += 16) V::store(dst + k, V::widen(src + k));
-    if (k < t.K) V::store(dst + k, V::widen_tail(src + k, int(t.K - k)));
-  }
+  for (int c = 0; c < n; ++c) widen_row<V>(t.w + (c0 + c) * t.K, t.K, t.panel + c * t.padded_K);
 }
 
 // Outputs of rows [r0, r0 + R) x columns [c0, c0 + C): the part sums added in part order (parts
@@ -39,7 +42,7 @@ inline void block(const LinearTile& t, const Cols& cols, int64_t r0, int64_t c0)
   float out[V::kGroup];
   V::store(out, total);
   for (int r = 0; r < R; ++r)
-    for (int c = 0; c < C; ++c) t.out[(r0 + r) * t.cols + c0 + c] = out[r * C + c];
+    for (int c = 0; c < C; ++c) t.sums[(r0 + r) * t.cols + c0 + c] = out[r * C + c];
 }
 
 template <typename V, int R, int C>
@@ -51,12 +54,12 @@ inline void panel_rows(const LinearTile& t, int64_t c0) {
 }
 
 // Fewer rows than a block: each row reads the bf16 weight directly, V::kGroup columns at a time.
-template <typename V>
+template <typename V, bool kPrefetch>
 inline void rows_without_panel(const LinearTile& t) {
   for (int64_t r0 = 0; r0 < t.rows; ++r0) {
     int64_t c0 = 0;
     for (; c0 + V::kGroup <= t.cols; c0 += V::kGroup)
-      block<V, 1, V::kGroup>(t, StridedColumns<V>{t.w + c0 * t.K, t.K}, r0, c0);
+      block<V, 1, V::kGroup>(t, StridedColumns<V, kPrefetch>{t.w + c0 * t.K, t.K}, r0, c0);
     for (; c0 + 4 <= t.cols; c0 += 4) block<V, 1, 4>(t, StridedColumns<V>{t.w + c0 * t.K, t.K}, r0, c0);
     for (; c0 < t.cols; ++c0) block<V, 1, 1>(t, StridedColumns<V>{t.w + c0 * t.K, t.K}, r0, c0);
   }
@@ -66,7 +69,9 @@ inline void rows_without_panel(const LinearTile& t) {
 template <typename V, int R>
 inline void tile(const LinearTile& t) {
   static_assert(kLinearPanelColumns == 4, "the switch below spells out 1..4 columns");
-  if (t.rows < kLinearPanelMinRows) return rows_without_panel<V>(t);
+  if (t.rows < kLinearPanelMinRows) {
+    return t.prefetch_weight ? rows_without_panel<V, true>(t) : rows_without_panel<V, false>(t);
+  }
   for (int64_t c0 = 0; c0 < t.cols; c0 += kLinearPanelColumns) {
     const int n = int(std::min<int64_t>(kLinearPanelColumns, t.cols - c0));
     widen_panel<V>(t, c0, n);
@@ -76,6 +81,29 @@ inline void tile(const LinearTile& t) {
       case 2: panel_rows<V, R, 2>(t, c0); break;
       default: panel_rows<V, R, 1>(t, c0); break;
     }
+  }
+}
+
+// The tile's outputs from its sums, W = sizeof(vf) / 4 at a time: LinearOutputs::store lane by
+// lane (sum + bias as one fp32 add, then bf16 by round to nearest even, or fp32 as it is).
+template <typename vf, typename vi>
+inline void finish_tile(const LinearTile& t) {
+  constexpr int64_t W = sizeof(vf) / sizeof(float);
+  const LinearOutputs& o = t.out;
+  for (int64_t r = 0; r < t.rows; ++r) {
+    const float* sums = t.sums + r * t.cols;
+    int64_t c = 0;
+    for (; c + W <= t.cols; c += W) {
+      vf v;
+      std::memcpy(&v, sums + c, sizeof v);
+      if (o.bias != nullptr) v = v + load_bf16_lanes<vf, vi>(o.bias + c);
+      if (o.y != nullptr) {
+        store_bf16_lanes<vf, vi>(o.y + r * o.ldy + c, narrow_bf16_lanes<vf, vi>(v));
+      } else {
+        std::memcpy(o.y_f32 + r * o.ldy + c, &v, sizeof v);
+      }
+    }
+    for (; c < t.cols; ++c) o.store(r, c, sums[c]);
   }
 }
 

@@ -32,7 +32,11 @@ typedef int32_t vi __attribute__((vector_size(32)));
 using V = simd::Avx2;
 }  // namespace
 
-void linear_tile_avx2(const LinearTile& t) { simd::tile<V, 1>(t); }
+void linear_tile_avx2(const LinearTile& t) {
+  simd::tile<V, 1>(t);
+  simd::finish_tile<vf, vi>(t);
+}
+void linear_widen_row_avx2(const bf16* x, int64_t K, float* out) { simd::widen_row<V>(x, K, out); }
 void attention_scores_avx2(const AttentionScoresJob& job) { simd::scores<V>(job); }
 void attention_values_avx2(const AttentionValuesJob& job) { simd::values<V, 2>(job); }
 void rmsnorm_block_avx2(const RmsNormBlock& b) { simd::rmsnorm_block<V, vf, vi>(b); }
@@ -46,6 +50,7 @@ void silu_mul_row_avx2(const bf16* g, const bf16* u, bf16* y, int64_t n) { simd:
 // Never chosen: isa_supported(Isa::kAvx2) is false where these are compiled.
 namespace samebits::cpu {
 void linear_tile_avx2(const LinearTile&) {}
+void linear_widen_row_avx2(const bf16*, int64_t, float*) {}
 void attention_scores_avx2(const AttentionScoresJob&) {}
 void attention_values_avx2(const AttentionValuesJob&) {}
 void rmsnorm_block_avx2(const RmsNormBlock&) {}

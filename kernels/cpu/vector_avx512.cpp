@@ -34,7 +34,11 @@ typedef int32_t vi __attribute__((vector_size(64)));
 using V = simd::Avx512;
 }  // namespace
 
-void linear_tile_avx512(const LinearTile& t) { simd::tile<V, 4>(t); }
+void linear_tile_avx512(const LinearTile& t) {
+  simd::tile<V, 4>(t);
+  simd::finish_tile<vf, vi>(t);
+}
+void linear_widen_row_avx512(const bf16* x, int64_t K, float* out) { simd::widen_row<V>(x, K, out); }
 void attention_scores_avx512(const AttentionScoresJob& job) { simd::scores<V>(job); }
 void attention_values_avx512(const AttentionValuesJob& job) { simd::values<V, 4>(job); }
 void rmsnorm_block_avx512(const RmsNormBlock& b) { simd::rmsnorm_block<V, vf, vi>(b); }
@@ -48,6 +52,7 @@ void silu_mul_row_avx512(const bf16* g, const bf16* u, bf16* y, int64_t n) { sim
 // Never chosen: isa_supported(Isa::kAvx512) is false where these are compiled.
 namespace samebits::cpu {
 void linear_tile_avx512(const LinearTile&) {}
+void linear_widen_row_avx512(const bf16*, int64_t, float*) {}
 void attention_scores_avx512(const AttentionScoresJob&) {}
 void attention_values_avx512(const AttentionValuesJob&) {}
 void rmsnorm_block_avx512(const RmsNormBlock&) {}

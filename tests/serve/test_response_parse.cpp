@@ -136,6 +136,11 @@ TEST(StreamErrors, AreErrors) {
   EXPECT_FALSE(r.feed("data: {\"error\":{\"message\":\"boom\"}}\n\n").ok());
   StreamReader bad(Api::kCompletions);
   EXPECT_FALSE(bad.feed("data: {not json\n\n").ok());
+  // A number beyond a double in a server's event is an error, not an exception.
+  StreamReader huge(Api::kCompletions);
+  const absl::Status s = huge.feed("data: {\"choices\":[{\"index\":0,\"text\":\"a\",\"logprobs\":1e309}]}\n\n");
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(std::string(s.message()).find("stream event 1"), std::string::npos) << s;
   EXPECT_EQ(parse_token_id_placeholder("token_id:12"), 12);
   EXPECT_FALSE(parse_token_id_placeholder("token_id:").has_value());
   EXPECT_FALSE(parse_token_id_placeholder("token_id:1x").has_value());
