@@ -40,7 +40,7 @@ def main() -> int:
               f"({t.get('setup_weights_seconds', 0):.2f} + {t.get('setup_kv_cache_seconds', 0):.2f})".ljust(18) +
               f"{rss:>12.2f}{t.get('host_waits', 0) / steps:>21.1f}"
               f"{1e3 * (t.get('step_seconds', 0) - t.get('host_wait_seconds', 0)) / steps:>13.2f}  {check}"
-              f" ({steps} steps)")
+              f" ({steps} steps, {t.get('graph_replays', 0)} from graphs)")
     if hf:
         print(f"{'HF eager generate':<22}{hf_s:>8.2f}{hf['tokens_per_second']:>9.0f}{'1.00':>11}{hf['setup_seconds']:>8.2f}"
               f"   (transformers {hf['transformers']}, torch {hf['torch']})")

@@ -58,6 +58,30 @@ struct Backend {
   // Optional: where the host has waited for the device since the backend started (cumulative);
   // nullptr = never (a synchronous backend has no separate device to wait for).
   SyncStats (*sync_stats)() = nullptr;
+
+  // Optional (nullptr on a synchronous backend): page-locked host memory, and copies enqueued on
+  // ctx's stream that return at once. The host memory of an async copy must stay untouched until
+  // the next synchronize(ctx), which also reports any device-side error of the work before it.
+  absl::StatusOr<void*> (*alloc_host)(size_t bytes) = nullptr;
+  void (*free_host)(void* ptr) = nullptr;
+  absl::Status (*upload_async)(const ExecContext& ctx, void* dst, const void* src, size_t bytes) = nullptr;
+  absl::Status (*download_async)(const ExecContext& ctx, void* dst, const void* src, size_t bytes) = nullptr;
+
+  // Optional: recording the work issued on ctx's stream into a replayable graph (CUDA graphs).
+  // Between capture_begin and capture_end the ops only record their launches; capture_end returns
+  // the instantiated graph (or the first error, the capture discarded either way). A graph holds
+  // the memory addresses it was recorded with: memory_epoch() changes whenever backend-internal
+  // scratch memory moves, and a graph recorded under another epoch must not be launched.
+  absl::Status (*capture_begin)(const ExecContext& ctx) = nullptr;
+  absl::StatusOr<void*> (*capture_end)(const ExecContext& ctx) = nullptr;
+  absl::Status (*graph_launch)(const ExecContext& ctx, void* graph) = nullptr;
+  void (*graph_free)(void* graph) = nullptr;
+  uint64_t (*memory_epoch)() = nullptr;
+
+  // Optional: host -> backend upload of large read-only data (weights) from pageable or mapped
+  // memory, staged through page-locked buffers so that reading the source overlaps the transfer.
+  // Synchronous: returns when the data is in place. nullptr = upload().
+  absl::Status (*upload_bulk)(void* dst, const void* src, size_t bytes) = nullptr;
 };
 
 // A timer for ctx's ops on this backend (its own, or the host clock).

@@ -1,6 +1,8 @@
 // Paged attention on CUDA, both modes, Qwen3-8B heads (32 q, 8 kv, head_dim 128; decode also with
 // head_dim 64, named hd=64), KV blocks of 16.
 // Decode: batch 1..256 sequences, context 128..8192 (and 32768 at batch 1 and 4), one query each;
+// decode-graph: the small batches again, timed as replays of a CUDA graph of the calls (device
+// time without each call's host work, as the engine's captured steps see it);
 // floor = the K and V bytes read once at the measured copy bandwidth (frac_bw = floor / time).
 // Prefill: one chunk of 64..4096 tokens over an empty cache (causal); floor = the QK^T and PV multiply-adds at the dense bf16
 // tensor-core rate (989 TFLOP/s datasheet; frac_tc = floor / time). Time per call from CUDA events
@@ -17,6 +19,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "bench/cuda/bench_support.h"
+#include "kernels/cuda/cuda_ops.h"
 
 namespace samebits::bench {
 namespace {
@@ -77,7 +80,11 @@ void free_batch(Batch& b) {
   }
 }
 
-void run(benchmark::State& state, Mode mode, int seqs, int64_t context, int64_t q_len, int hd) {
+// graph: time replays of a CUDA graph of the calls (the device's time, bench_support.h) instead
+// of the calls themselves (which include each call's host work). route: which kernel takes the
+// decode tiles (kAuto: the backend's choice).
+void run(benchmark::State& state, Mode mode, int seqs, int64_t context, int64_t q_len, int hd, bool graph = false,
+         AttentionRoute route = AttentionRoute::kAuto) {
   if (gpu() == nullptr) {
     state.SkipWithError("no CUDA device");
     return;
@@ -108,12 +115,20 @@ void run(benchmark::State& state, Mode mode, int seqs, int64_t context, int64_t 
   a.plan = plan_attention(mode, seqs, kHkv, context, kDefaultParallelUnits);
   a.out = b->out;
   bool failed = false;
-  auto call = [&](int) { failed = failed || !gpu()->attention(ctx, a).ok(); };
+  auto attend = [&](const ExecContext& c) {
+    return route == AttentionRoute::kAuto ? gpu()->attention(c, a) : cuda_attention_routed(c, a, route);
+  };
+  auto call = [&](int) { failed = failed || !attend(ctx).ok(); };
+  auto call_on = [&](void* stream, int) {
+    ExecContext on = ctx;
+    on.stream = stream;
+    failed = failed || !attend(on).ok();
+  };
   const int reps = reps_for(call, 3e-3);
   double total = 0;
   int n = 0;
   for (auto _ : state) {
-    const double t = time_per_call(call, reps);
+    const double t = graph ? time_per_call_graph(call_on, reps) : time_per_call(call, reps);
     if (t <= 0 || failed) {
       state.SkipWithError("attention failed");
       free_batch(*b);
@@ -155,6 +170,24 @@ int main(int argc, char** argv) {
           benchmark::RegisterBenchmark(
               absl::StrCat("decode/", m, "/", h, "batch=", seqs, "/context=", context).c_str(),
               [=](benchmark::State& st) { run(st, mode, seqs, context, 1, hd); })
+              ->UseManualTime()->Iterations(5)->Unit(benchmark::kMicrosecond);
+        }
+      }
+    }
+    for (int seqs : {1, 4, 16}) {
+      for (int64_t context : {2048, 8192, 32768}) {
+        benchmark::RegisterBenchmark(absl::StrCat("decode-graph/", m, "/batch=", seqs, "/context=", context).c_str(),
+                                     [=](benchmark::State& st) { run(st, mode, seqs, context, 1, 128, true); })
+            ->UseManualTime()->Iterations(5)->Unit(benchmark::kMicrosecond);
+      }
+    }
+    // Both kernels that can take decode tiles, forced (kAuto picks one by the batch).
+    for (int seqs : {16, 64}) {
+      for (int64_t context : {2048, 8192}) {
+        for (AttentionRoute route : {AttentionRoute::kDecodeKernel, AttentionRoute::kGeneralOnly}) {
+          const char* kernel = route == AttentionRoute::kDecodeKernel ? "decode-kernel/" : "decode-64row/";
+          benchmark::RegisterBenchmark(absl::StrCat(kernel, m, "/batch=", seqs, "/context=", context).c_str(),
+                                       [=](benchmark::State& st) { run(st, mode, seqs, context, 1, 128, false, route); })
               ->UseManualTime()->Iterations(5)->Unit(benchmark::kMicrosecond);
         }
       }

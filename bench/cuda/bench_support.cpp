@@ -24,6 +24,38 @@ double time_per_call(const std::function<void(int)>& fn, int reps) {
   return double(ms) * 1e-3 / reps;
 }
 
+double time_per_call_graph(const std::function<void(void*, int)>& fn, int reps) {
+  cudaStream_t stream = nullptr;
+  if (cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) != cudaSuccess) return -1;
+  fn(stream, 0);  // warm-up outside the capture: one-time set-up, scratch sized
+  cudaGraph_t graph = nullptr;
+  cudaGraphExec_t exec = nullptr;
+  cudaEvent_t start = nullptr, stop = nullptr;
+  double seconds = -1;
+  if (cudaStreamSynchronize(stream) == cudaSuccess &&
+      cudaStreamBeginCapture(stream, cudaStreamCaptureModeRelaxed) == cudaSuccess) {
+    for (int i = 0; i < reps; ++i) fn(stream, i);
+    if (cudaStreamEndCapture(stream, &graph) == cudaSuccess &&
+        cudaGraphInstantiate(&exec, graph, 0) == cudaSuccess && cudaGraphLaunch(exec, stream) == cudaSuccess &&
+        cudaEventCreate(&start) == cudaSuccess && cudaEventCreate(&stop) == cudaSuccess) {
+      cudaEventRecord(start, stream);
+      cudaGraphLaunch(exec, stream);
+      cudaEventRecord(stop, stream);
+      float ms = 0;
+      if (cudaEventSynchronize(stop) == cudaSuccess && cudaEventElapsedTime(&ms, start, stop) == cudaSuccess) {
+        seconds = double(ms) * 1e-3 / reps;
+      }
+    }
+  }
+  if (start) cudaEventDestroy(start);
+  if (stop) cudaEventDestroy(stop);
+  if (exec) cudaGraphExecDestroy(exec);
+  if (graph) cudaGraphDestroy(graph);
+  cudaStreamDestroy(stream);
+  if (cudaGetLastError() != cudaSuccess) return -1;
+  return seconds;
+}
+
 int reps_for(const std::function<void(int)>& fn, double target_seconds) {
   const double one = time_per_call(fn, 2);
   if (one <= 0) return 1;

@@ -19,6 +19,10 @@ const Backend* gpu();
 // Seconds per call of fn, timed with CUDA events over `reps` calls after one warm-up call.
 // fn(i) is the i-th call (to rotate inputs). Returns a negative value on a CUDA error.
 double time_per_call(const std::function<void(int)>& fn, int reps);
+// Seconds per call of fn(stream, i) from replays of one CUDA graph that holds `reps` calls captured on
+// a stream of its own: the device's time alone, as an engine that captures its steps sees it (the
+// host work of each call is done once, at capture). Negative on a CUDA error.
+double time_per_call_graph(const std::function<void(void* stream, int)>& fn, int reps);
 // Picks reps so that one timed batch lasts about target_seconds.
 int reps_for(const std::function<void(int)>& fn, double target_seconds);
 

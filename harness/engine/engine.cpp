@@ -63,6 +63,7 @@ struct Engine::Impl {
   std::vector<Request*> sampling;
   std::vector<int32_t> observed_rows;  // sampling rows whose logits the observer sees
   std::unique_ptr<OpTimer> timer;      // with config.profile
+  Model::GraphStats graphs_before;     // the model's graph counts when the engine started
 
   void sync_stats() {
     const SchedulerStats& s = scheduler->stats();
@@ -141,6 +142,8 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::create(Model& model, const Engin
   sc.vocab_size = model.config().vocab_size;
   sc.eos_token_id = model.config().eos_token_id;
   m.scheduler = std::make_unique<Scheduler>(sc);
+  model.set_graphs(config.graphs);
+  m.graphs_before = model.graph_stats();
   if (config.profile) {
     m.timer = make_op_timer(model.backend(), config.exec);
     m.config.exec.timer = m.timer.get();
@@ -165,6 +168,9 @@ absl::StatusOr<StepRecord> Engine::step(const StepRecord* forced) {
   m.stats.step_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   m.stats.host_waits += waits_after.syncs - waits_before.syncs;
   m.stats.host_wait_seconds += waits_after.wait_seconds - waits_before.wait_seconds;
+  const Model::GraphStats graphs = m.model->graph_stats();
+  m.stats.graph_replays = graphs.replays - m.graphs_before.replays;
+  m.stats.graph_captures = graphs.captures - m.graphs_before.captures;
   return record;
 }
 

@@ -54,6 +54,7 @@ struct EngineConfig {
   bool prefix_cache = true;
   ExecContext exec;
   bool profile = false;  // time every op on the backend's clock (EngineStats::op_times)
+  bool graphs = true;    // decode steps replayed from recorded graphs where possible (Model::set_graphs)
 };
 // Errors name the field and the value ("engine.block_size: 0 is not a positive integer").
 absl::Status validate_engine_config(const EngineConfig& config, const ModelConfig& model);
@@ -94,6 +95,9 @@ struct EngineStats {
   double host_wait_seconds = 0;
   int64_t host_waits = 0;
   OpTimes op_times;
+  int64_t graph_replays = 0;   // steps replayed from a recorded graph
+  int64_t graph_captures = 0;  // graphs recorded
+
 };
 
 class Engine {

@@ -44,10 +44,13 @@ struct RunFigures {
   // wall clock starts). In the run: wall time inside engine steps, of which host_wait_seconds
   // waiting for the device at host_waits points; the rest of a step is host time.
   double setup_weights_seconds = 0;
+  int64_t setup_weights_bytes = 0;  // read from a checkpoint (0: synthetic weights, nothing read)
   double setup_kv_cache_seconds = 0;
   double step_seconds = 0;
   double host_wait_seconds = 0;
   int64_t host_waits = 0;
+  int64_t graph_replays = 0;   // steps replayed from recorded graphs
+  int64_t graph_captures = 0;
   // Backend time per op kind (with --profile; GPU time on CUDA), in kind order; the kind
   // "(step span)" is the backend's time from each step's first op to its last.
   struct OpFigure {

@@ -21,10 +21,13 @@ json timing_to_json(const RunFigures& f) {
   for (const auto& op : f.op_times) ops.push_back({{"kind", op.kind}, {"calls", op.calls}, {"seconds", op.seconds}, {"host_seconds", op.host_seconds}});
   const double steps = double(std::max<int64_t>(f.engine_steps, 1));
   return {{"setup_weights_seconds", f.setup_weights_seconds},
+          {"setup_weights_bytes", f.setup_weights_bytes},
           {"setup_kv_cache_seconds", f.setup_kv_cache_seconds},
           {"step_seconds", f.step_seconds},
           {"host_wait_seconds", f.host_wait_seconds},
           {"host_waits", f.host_waits},
+          {"graph_replays", f.graph_replays},
+          {"graph_captures", f.graph_captures},
           {"host_seconds_per_step", (f.step_seconds - f.host_wait_seconds) / steps},
           {"host_waits_per_step", double(f.host_waits) / steps},
           {"host_rss_baseline_bytes", f.host_rss_baseline_bytes},
@@ -39,9 +42,12 @@ void timing_from_json(const std::string& file, JsonFields& f, RunFigures* out) {
   JsonFields tf(file, t, f.field("timing"));
   tf.get("setup_weights_seconds", &out->setup_weights_seconds);
   tf.get("setup_kv_cache_seconds", &out->setup_kv_cache_seconds);
+  if (tf.has("setup_weights_bytes")) tf.get("setup_weights_bytes", &out->setup_weights_bytes);
   tf.get("step_seconds", &out->step_seconds);
   tf.get("host_wait_seconds", &out->host_wait_seconds);
   tf.get("host_waits", &out->host_waits);
+  if (tf.has("graph_replays")) tf.get("graph_replays", &out->graph_replays);
+  if (tf.has("graph_captures")) tf.get("graph_captures", &out->graph_captures);
   tf.get("host_rss_baseline_bytes", &out->host_rss_baseline_bytes);
   tf.get("host_peak_rss_bytes", &out->host_peak_rss_bytes);
   if (const json* ops = tf.array("ops")) {

@@ -41,6 +41,7 @@ struct ExperimentOptions {
   std::string target_url;   // client mode: overrides target.url (or adds a target, with target_model)
   std::string target_model;
   bool profile = false;       // per-op timing (RunFigures::op_times)
+  bool graphs = true;         // decode steps from recorded graphs (EngineConfig::graphs)
 };
 
 struct Experiment {

@@ -70,6 +70,7 @@ absl::StatusOr<ModeRun> run_live(const RunSetup& setup, const Workload& workload
   const Scenario& sc = *setup.scenario;
   EngineConfig config = engine_config(sc, setup.num_threads, mode);
   config.profile = setup.profile;
+  config.graphs = setup.graphs;
   auto session_or = open_session(*setup.model, *setup.backend, config, workload.arrivals, workload.samples);
   if (!session_or.ok()) return session_or.status();
   Session& session = **session_or;

@@ -108,6 +108,7 @@ absl::Status finish_run(Session& session, std::chrono::steady_clock::time_point 
   out->figures.host_rss_baseline_bytes = baseline;
   out->figures.schedule_digest = session.schedule_digest;
   out->figures.setup_weights_seconds = session.setup.weights_seconds;
+  out->figures.setup_weights_bytes = int64_t(session.setup.weights_bytes);
   out->figures.setup_kv_cache_seconds = session.setup.kv_cache_seconds;
   const HostRss rss = host_rss_bytes();
   out->figures.host_peak_rss_bytes = rss.peak;
@@ -144,6 +145,8 @@ RunFigures figures_of(const Engine& engine, double wall_seconds) {
   f.step_seconds = s.step_seconds;
   f.host_wait_seconds = s.host_wait_seconds;
   f.host_waits = s.host_waits;
+  f.graph_replays = s.graph_replays;
+  f.graph_captures = s.graph_captures;
   for (const auto& [kind, t] : s.op_times) f.op_times.push_back({kind, t.calls, t.seconds, t.host_seconds});
   return f;
 }
@@ -202,6 +205,7 @@ absl::StatusOr<ModeRun> run_simulated(const RunSetup& setup, const Workload& wor
   if (absl::Status s = check_fits(setup, workload); !s.ok()) return s;
   EngineConfig config = engine_config(*setup.scenario, setup.num_threads, mode);
   config.profile = setup.profile;
+  config.graphs = setup.graphs;
   auto session_or = open_session(*setup.model, *setup.backend, config, workload.arrivals, workload.samples);
   if (!session_or.ok()) return session_or.status();
   Session& session = **session_or;

@@ -44,6 +44,7 @@ struct RunSetup {
   // Called now and then with (target samples finished, total).
   std::function<void(int, int)> progress;
   bool profile = false;            // per-op timing (EngineConfig::profile)
+  bool graphs = true;              // EngineConfig::graphs
   int64_t rss_baseline_bytes = 0;  // host RSS before any model: RunFigures::host_rss_baseline_bytes
 };
 

@@ -37,7 +37,7 @@ absl::StatusOr<std::unique_ptr<EngineService>> EngineService::start(const ModelS
                                                                    const EngineConfig& config, const ServiceLimits& limits) {
   if (absl::Status s = validate_engine_config(config, source.config); !s.ok()) return s;
   std::unique_ptr<EngineService> svc(new EngineService());
-  auto model = Model::create(backend, source.config, source.weights, {config.num_blocks, config.block_size});
+  auto model = build_model(source, backend, {config.num_blocks, config.block_size});
   if (!model.ok()) return model.status();
   svc->model_ = std::move(*model);
   auto engine = Engine::create(*svc->model_, config);

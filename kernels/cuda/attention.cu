@@ -202,12 +202,13 @@ absl::Status cuda_attention_routed(const ExecContext& ctx, const AttentionArgs& 
     return mirrors ? exact_extents(a, a.host_query_start, a.host_context_lens, r) : bound_extents(a, r);
   };
   Extents e = extents(route);
-  // Decode tiles of one segment each, too few for several waves of warps: one whole-context chain
-  // per warp then leaves SMs idle, and the 64-row kernel (four warps loading per tile) was faster
-  // on the H200 (bench/cuda/NOTES.md: default mode, batch 16-64, split_count 1). Speed only: both
-  // routes give the same bits.
+  // Decode tiles of one segment each, fewer than two per SM: one whole-context chain per warp then
+  // leaves most of the machine idle, and the 64-row kernel (four warps loading per tile) was a
+  // little faster on the H200 (bench/cuda/NOTES.md, default mode: batch 16, split_count 1: 0.157
+  // vs 0.144 of the copy floor; batch 64: 0.32 vs 0.58, so the decode kernel from there on). Speed
+  // only: every route gives the same bits.
   if (route == AttentionRoute::kAuto && e.grid.max_segments == 1 &&
-      e.decode_tiles * a.num_kv_heads < int64_t(12) * cuda::device_sm_count()) {
+      e.decode_tiles * a.num_kv_heads < int64_t(2) * cuda::device_sm_count()) {
     e = extents(AttentionRoute::kGeneralOnly);
     route = AttentionRoute::kGeneralOnly;
   }

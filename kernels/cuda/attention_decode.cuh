@@ -2,21 +2,27 @@
 // rows (a decode's GQA heads, or the last query tokens of a chunk), one warp per (tile, segment).
 //
 // Why: such a tile fills one warp's 16 mma rows at most, so the 64-row kernel (attention_kernel.cuh)
-// left three of its four warps idle and kept one sub-block in flight per 80 KiB of shared memory.
-// Here a block is one warp that owns segments of one (sequence, kv head): its own ring of K/V
-// sub-blocks, two stages, each filled by the bulk copy engine (one cp.async.bulk per key row of
-// K and of V, read through the block table, into rows padded by 16 bytes for conflict-free
-// ldmatrix; keys beyond the context are zero-filled), so three (head_dim 128) or five (64) warps
-// per SM each keep a 32 KiB (16 KiB) sub-block in flight while computing the previous one. (With
-// cp.async, one 16-byte chunk per lane and key, the same warp streamed ~2 GB/s.) The grid is
-// implicit, (segment slot, kv head, sequence): every block reads query_start / context_lens on the
-// device, computes segments slot, slot + gridDim.x, ... of its tile, and leaves when there are
-// none, so no work list is built or copied.
+// left three of its four warps idle. Here a block is one warp that owns segments of one (sequence,
+// kv head). Its K and V rows stream through a ring of kDecodeBuffers buffers of one sub-block's
+// K (or V) rows each (swizzled, 16 KiB at head_dim 128), in the order K0, V0, K1, V1, ... over all
+// its segments: the K buffer is refilled as soon as S = Q K^T is computed, while the softmax and
+// P V still run, and the first rows of the warp's next segment load during the last sub-block of
+// the current one. Small buffers let six (head_dim 128) or twelve (64) warps share an SM: the
+// warp's arithmetic, not the copies, bounded the previous version (3 warps per SM, 3.6 cycles per
+// issued instruction, ncu).
+// Copies: each lane first resolves two key rows through the block table (keys lane and lane + 32:
+// the table loads overlap), then the rows are copied in 16-byte cp.async chunks, CH lanes per row,
+// the row offsets passed by shuffles; keys beyond the context are zero-filled. (One cp.async.bulk
+// per key row, the version before that, kept a warp at ~7-10 us per sub-block.)
+// The grid is implicit, (segment slot, kv head, sequence): every block reads query_start /
+// context_lens on the device, computes segments slot, slot + gridDim.x, ... of its tile, and leaves
+// when there are none, so no work list is built or copied.
 //
 // Bits: every row goes through exactly the arithmetic of attention_kernel.cuh (same sub-blocks of
-// 64 keys aligned to absolute positions, same mma.sync shapes and orders, same softmax order, same
-// fold of the segments in index order by attention_decode_merge_kernel, or bf16(o / l) directly
-// when the tile has one segment). gpu_tests compares both kernels bit for bit.
+// 64 keys aligned to absolute positions, attend_scores then attend_values, same fold of the
+// segments in index order by attention_decode_merge_kernel, or bf16(o / l) directly when the tile
+// has one segment).
+// gpu_tests compares both kernels bit for bit.
 #pragma once
 #include <cstdint>
 
@@ -24,15 +30,13 @@
 
 namespace samebits::cuda {
 
-constexpr int kDecodeStages = 2;  // K/V sub-blocks per warp (the one computed + one in flight)
+constexpr int kDecodeBuffers = 2;  // K or V rows of one sub-block each (the one read + one loading)
 
 template <int HD>
 struct DecodeLayout {
-  static constexpr int kRowBytes = HD * 2 + 16;  // a key row, padded
-  static constexpr int kStageBytes = 2 * kAttnKeys * kRowBytes;  // K rows, then V rows
-  static constexpr int kQ = 128;  // the stages' mbarriers first
-  static constexpr int kStages = kQ + kDecodeRows * HD * 2;
-  static constexpr int kBytes = kStages + kDecodeStages * kStageBytes;
+  static constexpr int kRowsBytes = kAttnKeys * HD * 2;  // the K (or V) rows of a sub-block
+  static constexpr int kBuffers = kDecodeRows * HD * 2;  // after the Q tile
+  static constexpr int kBytes = kBuffers + kDecodeBuffers * kRowsBytes;
 };
 
 // Shape of the implicit grid and of the partials it writes (host: attention.cu).
@@ -49,16 +53,49 @@ __device__ __forceinline__ int64_t decode_partial_offset(const AttnParams& P, co
          int64_t(r) * (HD + 2);
 }
 
+// One segment of a decode tile as the warp sees it: this lane's two rows' key ranges and the
+// warp-wide sub-blocks that cover them (nsb = 0: no row has a key in the segment).
+struct DecodeSegment {
+  SegRange rg[2];
+  int64_t sb_first;
+  int nsb;
+  bool from_new;  // the keys come from this step's k_new / v_new
+};
+
+__device__ __forceinline__ DecodeSegment decode_segment(const AttnParams& P, bool reads_new, int64_t cached,
+                                                        const int64_t (&pos)[2], int c) {
+  DecodeSegment d;
+  int64_t lo = INT64_MAX, hi = INT64_MIN;
+  bool from_new = false;
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    d.rg[h] = segment_range(P, reads_new, cached, pos[h], c);
+    if (d.rg[h].begin < d.rg[h].end) {
+      lo = min(lo, d.rg[h].begin);
+      hi = max(hi, d.rg[h].end);
+      from_new = d.rg[h].from_new;
+    }
+  }
+#pragma unroll
+  for (int o = 16; o >= 1; o >>= 1) {
+    lo = min(lo, (int64_t)__shfl_xor_sync(0xffffffffu, (long long)lo, o));
+    hi = max(hi, (int64_t)__shfl_xor_sync(0xffffffffu, (long long)hi, o));
+  }
+  d.from_new = __any_sync(0xffffffffu, from_new);
+  d.sb_first = lo < hi ? (lo / kAttnKeys) * kAttnKeys : 0;
+  d.nsb = lo < hi ? int((hi - d.sb_first + kAttnKeys - 1) / kAttnKeys) : 0;
+  return d;
+}
+
 template <int HD>
 __global__ void __launch_bounds__(32) attention_decode_kernel(AttnParams P, DecodeGrid grid) {
   using L = DecodeLayout<HD>;
-  constexpr int CH = HD / 8;   // 16-byte chunks per row
-  constexpr int NTD = HD / 8;  // n8 tiles over head_dim
-  constexpr uint32_t kRowCopy = HD * 2;
+  constexpr int CH = HD / 8;             // 16-byte chunks per row
+  constexpr int NTD = HD / 8;            // n8 tiles over head_dim
+  constexpr int kRowsPerCopy = 32 / CH;  // key rows one warp instruction copies
   extern __shared__ __align__(128) unsigned char smem[];
-  const uint32_t bars = smem_addr(smem);
-  const uint32_t q_s = bars + L::kQ;
-  const uint32_t stages = bars + L::kStages;
+  const uint32_t q_s = smem_addr(smem);
+  const uint32_t buffers = q_s + L::kBuffers;
 
   const int lane = threadIdx.x;
   const int g = blockIdx.y, s = blockIdx.z;
@@ -77,11 +114,7 @@ __global__ void __launch_bounds__(32) attention_decode_kernel(AttnParams P, Deco
   if (int(blockIdx.x) >= nseg) return;
   const int32_t* table = P.block_tables + int64_t(s) * P.max_blocks_per_seq;
 
-  if (lane == 0) {
-    for (int st = 0; st < kDecodeStages; ++st) mbar_init(bars + 8 * st, 1);
-    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-  }
-  // Q tile (rows beyond nrows are zero).
+  // Q tile (rows beyond nrows are zero): the first cp.async group.
   for (int i = lane; i < kDecodeRows * CH; i += 32) {
     const int r = i / CH, ch = i % CH;
     const bool valid = r < nrows;
@@ -91,8 +124,6 @@ __global__ void __launch_bounds__(32) attention_decode_kernel(AttnParams P, Deco
     cp_async_16(q_s + swizzled(r, ch, CH), src, valid);
   }
   cp_async_commit();
-  cp_async_wait<0>();
-  __syncwarp();
 
   int64_t pos[2];
 #pragma unroll
@@ -100,28 +131,78 @@ __global__ void __launch_bounds__(32) attention_decode_kernel(AttnParams P, Deco
     const int r = (lane >> 2) + h * 8;
     pos[h] = r < nrows ? cached + (row0 + r) / group : -1;
   }
-  int used = 0;  // sub-blocks this warp has loaded so far: stage used % 2, phase (used / 2) & 1
 
-  for (int c = blockIdx.x; c < nseg; c += gridDim.x) {
-    SegRange rg[2];
-    int64_t lo = INT64_MAX, hi = INT64_MIN;
-    bool from_new = false;
+  // The next rows to load: part (0: K, 1: V) of sub-block i of segment c, whose sub-blocks start at
+  // sb_first (c >= nseg: none left). Segments without a sub-block are passed over.
+  struct Cursor {
+    int c, i, nsb, part;
+    int64_t sb_first;
+    bool from_new;
+  };
+  auto seek = [&](Cursor& k, int c) {  // the first segment >= c (in this block's stride) with keys
+    k.c = c;
+    k.i = k.part = k.nsb = 0;
+    for (; k.c < nseg; k.c += int(gridDim.x)) {
+      const DecodeSegment d = decode_segment(P, reads_new, cached, pos, k.c);
+      if (d.nsb == 0) continue;
+      k.nsb = d.nsb;
+      k.sb_first = d.sb_first;
+      k.from_new = d.from_new;
+      return;
+    }
+  };
+  Cursor next_load;
+  seek(next_load, int(blockIdx.x));
+
+  // Issues the rows at the cursor into buffer `buf` as one cp.async group (an empty group when
+  // nothing is left, so that every item is one group) and advances the cursor. Lane l resolves
+  // keys l and l + 32 (resolve_key_row); each copy instruction takes its row from them by shuffles.
+  auto issue = [&](int buf) {
+    if (next_load.c < nseg) {
+      const int64_t sb0 = next_load.sb_first + int64_t(next_load.i) * kAttnKeys;
+      KeyRow row[2];
 #pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      rg[h] = segment_range(P, reads_new, cached, pos[h], c);
-      if (rg[h].begin < rg[h].end) {
-        lo = min(lo, rg[h].begin);
-        hi = max(hi, rg[h].end);
-        from_new = rg[h].from_new;
+      for (int t = 0; t < 2; ++t) {
+        row[t] = resolve_key_row(P, table, s, g, HD, qs, cached, context, next_load.from_new, sb0 + lane + 32 * t);
+      }
+      const bf16* cache = next_load.part == 0 ? P.k_cache : P.v_cache;
+      const bf16* fresh = next_load.part == 0 ? P.k_new : P.v_new;
+      const uint32_t dst = buffers + buf * L::kRowsBytes;
+      const int ch = lane % CH, sub = lane / CH;
+#pragma unroll 8
+      for (int i = 0; i < kAttnKeys / kRowsPerCopy; ++i) {
+        const int r = i * kRowsPerCopy + sub;
+        const bool high = r >= 32;  // the key is held in slot 1 of lane r - 32
+        const long long o = __shfl_sync(0xffffffffu, (long long)(high ? row[1].off : row[0].off), r & 31);
+        const int w = __shfl_sync(0xffffffffu, high ? row[1].where : row[0].where, r & 31);
+        cp_async_16(dst + swizzled(r, ch, CH), (w == 2 ? fresh : cache) + o + ch * 8, w != 0);
+      }
+      if (++next_load.part == 2) {
+        next_load.part = 0;
+        if (++next_load.i == next_load.nsb) seek(next_load, next_load.c + int(gridDim.x));
       }
     }
-#pragma unroll
-    for (int o = 16; o >= 1; o >>= 1) {
-      lo = min(lo, (int64_t)__shfl_xor_sync(0xffffffffu, (long long)lo, o));
-      hi = max(hi, (int64_t)__shfl_xor_sync(0xffffffffu, (long long)hi, o));
-    }
-    const bool seg_new = __any_sync(0xffffffffu, from_new);
+    cp_async_commit();
+  };
 
+  // Items (K or V rows of one sub-block) in order n = 0, 1, ...: item n sits in buffer
+  // n % kDecodeBuffers; before item n is read, items up to n + kDecodeBuffers - 1 are issued.
+  int consumed = 0;
+#pragma unroll
+  for (int b = 0; b < kDecodeBuffers; ++b) issue(b);
+  auto wait_item = [&]() {
+    cp_async_wait<kDecodeBuffers - 1>();
+    __syncwarp();  // the other lanes' copies (and the Q tile) are in
+    return buffers + (consumed % kDecodeBuffers) * L::kRowsBytes;
+  };
+  auto release_item = [&]() {
+    __syncwarp();  // every lane is done with the buffer before it is refilled
+    issue(consumed % kDecodeBuffers);
+    ++consumed;
+  };
+
+  for (int c = blockIdx.x; c < nseg; c += gridDim.x) {
+    const DecodeSegment cur = decode_segment(P, reads_new, cached, pos, c);
     float o[NTD][4];
 #pragma unroll
     for (int nt = 0; nt < NTD; ++nt)
@@ -130,77 +211,19 @@ __global__ void __launch_bounds__(32) attention_decode_kernel(AttnParams P, Deco
     float m[2] = {0.0f, 0.0f}, l[2] = {0.0f, 0.0f};
     bool first[2] = {true, true};
 
-    if (lo < hi) {
-      const int64_t sb_first = (lo / kAttnKeys) * kAttnKeys;
-      const int nsb = int((hi - sb_first + kAttnKeys - 1) / kAttnKeys);
-      // Keys [sb0, sb0 + 64) of K and V into stage `st`: lane copies keys lane and lane + 32.
-      auto load_kv = [&](int st, int64_t sb0) {
-        const uint32_t bar = bars + 8 * st;
-        const uint32_t k_rows = stages + st * L::kStageBytes, v_rows = k_rows + kAttnKeys * L::kRowBytes;
-        const bf16* ksrc[2];
-        const bf16* vsrc[2];
-        bool valid[2];
+    for (int i = 0; i < cur.nsb; ++i) {
+      const int64_t sb0 = cur.sb_first + int64_t(i) * kAttnKeys;
+      bool active[2];
 #pragma unroll
-        for (int t = 0; t < 2; ++t) {
-          const int64_t j = sb0 + lane + 32 * t;
-          ksrc[t] = vsrc[t] = nullptr;
-          valid[t] = j < context;
-          if (valid[t] && seg_new && j >= cached) {
-            const int64_t off = ((qs + (j - cached)) * P.num_kv_heads + g) * HD;
-            ksrc[t] = P.k_new + off;
-            vsrc[t] = P.v_new + off;
-          } else if (valid[t]) {
-            const int jj = int(j);
-            const int32_t blk = table[jj / P.block_size];
-            if (blk < 0 || blk >= P.num_blocks) {
-              report_device_error(P.mailbox, kErrAttentionBlock, s, blk, P.num_blocks);
-              valid[t] = false;
-            } else {
-              const int64_t slot = int64_t(blk) * P.block_size + jj % P.block_size;
-              const int64_t off = (slot * P.num_kv_heads + g) * HD;
-              ksrc[t] = P.k_cache + off;
-              vsrc[t] = P.v_cache + off;
-            }
-          }
-        }
-        const int copies = __popc(__ballot_sync(0xffffffffu, valid[0])) + __popc(__ballot_sync(0xffffffffu, valid[1]));
-        fence_proxy_async();  // earlier generic accesses of this stage before the copies below
-        if (lane == 0) mbar_expect_tx(bar, uint32_t(copies) * 2u * kRowCopy);
-        __syncwarp();
-#pragma unroll
-        for (int t = 0; t < 2; ++t) {
-          const int r = lane + 32 * t;
-          if (valid[t]) {
-            bulk_copy(k_rows + r * L::kRowBytes, ksrc[t], kRowCopy, bar);
-            bulk_copy(v_rows + r * L::kRowBytes, vsrc[t], kRowCopy, bar);
-          } else {
-            for (int ch = 0; ch < CH; ++ch) {
-              asm volatile("st.shared.v4.u32 [%0], {%1, %1, %1, %1};\n" ::"r"(k_rows + r * L::kRowBytes + ch * 16), "r"(0)
-                           : "memory");
-              asm volatile("st.shared.v4.u32 [%0], {%1, %1, %1, %1};\n" ::"r"(v_rows + r * L::kRowBytes + ch * 16), "r"(0)
-                           : "memory");
-            }
-          }
-        }
-      };
-
-      load_kv(used % kDecodeStages, sb_first);
-      for (int i = 0; i < nsb; ++i) {
-        const int64_t sb0 = sb_first + int64_t(i) * kAttnKeys;
-        const int st = (used + i) % kDecodeStages;
-        if (i + 1 < nsb) load_kv((used + i + 1) % kDecodeStages, sb0 + kAttnKeys);
-        mbar_wait(bars + 8 * st, uint32_t((used + i) / kDecodeStages) & 1u);
-        __syncwarp();  // the zero fills of other lanes
-        bool active[2];
-#pragma unroll
-        for (int h = 0; h < 2; ++h) active[h] = max(rg[h].begin, sb0) < min(rg[h].end, sb0 + kAttnKeys);
-        if (__any_sync(0xffffffffu, active[0] || active[1])) {
-          const uint32_t kb_s = stages + st * L::kStageBytes, vb_s = kb_s + kAttnKeys * L::kRowBytes;
-          attend_sub_block<HD>(q_s, 0, kb_s, vb_s, PaddedRows<HD>{}, sb0, rg, active, P.scale, o, m, l, first);
-        }
-        __syncwarp();  // every lane is done with stage st before a later load refills it
-      }
-      used += nsb;
+      for (int h = 0; h < 2; ++h) active[h] = max(cur.rg[h].begin, sb0) < min(cur.rg[h].end, sb0 + kAttnKeys);
+      const bool any = __any_sync(0xffffffffu, active[0] || active[1]);
+      float sc[8][4], alpha[2];
+      const uint32_t k_rows = wait_item();
+      if (any) attend_scores<HD>(q_s, 0, k_rows, SwizzledRows<HD>{}, sb0, cur.rg, active, P.scale, sc, alpha, m, l, first);
+      release_item();
+      const uint32_t v_rows = wait_item();
+      if (any) attend_values<HD>(v_rows, SwizzledRows<HD>{}, sc, alpha, o);
+      release_item();
     }
 
     // One segment: the output itself (the fold of a single partial is that partial). Several: the
@@ -234,6 +257,7 @@ __global__ void __launch_bounds__(32) attention_decode_kernel(AttnParams P, Deco
       }
     }
   }
+  cp_async_wait<0>();  // nothing in flight when the warp leaves
 }
 
 // One warp per row of a small tile with several segments: the fold of attention_kernel.cuh over

@@ -67,6 +67,29 @@ __device__ __forceinline__ SegRange segment_range(const AttnParams& P, bool read
   return SegRange{b, min(visible, b + chunk), false};
 }
 
+// Where key j of sequence s (kv head g) is read from: the offset of its row in elements and the
+// source: 1 the paged cache (through the block table), 2 this step's k_new / v_new (from_new and
+// j >= cached), 0 nothing (beyond the context, or a bad block-table entry, which is reported):
+// the copy then zero-fills the row.
+struct KeyRow {
+  int64_t off;
+  int where;
+};
+__device__ __forceinline__ KeyRow resolve_key_row(const AttnParams& P, const int32_t* table, int s, int g, int hd,
+                                                  int64_t qs, int64_t cached, int64_t context, bool from_new,
+                                                  int64_t j) {
+  if (j < context && from_new && j >= cached) return KeyRow{((qs + (j - cached)) * P.num_kv_heads + g) * hd, 2};
+  if (j < context) {
+    const int jj = int(j);
+    const int32_t blk = table[jj / P.block_size];
+    if (blk >= 0 && blk < P.num_blocks) {
+      return KeyRow{((int64_t(blk) * P.block_size + jj % P.block_size) * P.num_kv_heads + g) * hd, 1};
+    }
+    report_device_error(P.mailbox, kErrAttentionBlock, s, blk, P.num_blocks);
+  }
+  return KeyRow{0, 0};
+}
+
 // Fold of one segment's partial (m, l, o) into a running total, in segment order; the first
 // non-empty partial is taken as is. Shared by the in-block fold and the merge kernel.
 __device__ __forceinline__ void fold_scales(bool has_total, float total_m, float m, float* new_m, float* a,
@@ -93,27 +116,21 @@ template <int HD>
 struct SwizzledRows {  // XOR swizzle (tensor_core.cuh), rows of HD * 2 bytes
   __device__ __forceinline__ uint32_t operator()(int key, int chunk) const { return swizzled(key, chunk, HD / 8); }
 };
-template <int HD>
-struct PaddedRows {  // rows of HD * 2 + 16 bytes (bulk copies cannot swizzle)
-  __device__ __forceinline__ uint32_t operator()(int key, int chunk) const {
-    return uint32_t(key * (HD * 2 + 16) + chunk * 16);
-  }
-};
-
 // THE arithmetic of one sub-block of 64 keys [sb0, sb0 + 64) for one warp's 16 rows (rows
 // q_row0 .. q_row0 + 15 of the swizzled Q tile at q_s; this lane's two rows are lane / 4 and
 // lane / 4 + 8, with key ranges rg and `active` = the range meets the sub-block): the order of
 // every reduction that kernels/cuda/attention.cu states. Both attention kernels call it, so their
 // bits agree by construction.
+// It runs in two phases, so that a caller can release the K rows before the V rows are read:
+// attend_scores (S = Q K^T, masking, softmax statistics; leaves the exponentials in sc and the
+// rescale factors in alpha) and attend_values (o = o * alpha + bf16(P) V).
 template <int HD, typename Rows>
-__device__ __forceinline__ void attend_sub_block(uint32_t q_s, int q_row0, uint32_t kb_s, uint32_t vb_s, Rows rows,
-                                                 int64_t sb0, const SegRange (&rg)[2], const bool (&active)[2],
-                                                 float scale, float (&o)[HD / 8][4], float (&m)[2], float (&l)[2],
-                                                 bool (&first)[2]) {
+__device__ __forceinline__ void attend_scores(uint32_t q_s, int q_row0, uint32_t kb_s, Rows rows, int64_t sb0,
+                                              const SegRange (&rg)[2], const bool (&active)[2], float scale,
+                                              float (&sc)[8][4], float (&alpha)[2], float (&m)[2], float (&l)[2],
+                                              bool (&first)[2]) {
   constexpr int CH = HD / 8;
-  constexpr int NTD = HD / 8;
   const int lane = threadIdx.x & 31;
-  float sc[8][4];
 #pragma unroll
   for (int nt = 0; nt < 8; ++nt)
 #pragma unroll
@@ -131,17 +148,27 @@ __device__ __forceinline__ void attend_sub_block(uint32_t q_s, int q_row0, uint3
       mma_bf16_16816(sc[2 * np + 1], a, b[2], b[3]);
     }
   }
-  // Softmax statistics per row: masked scores, max, exponentials, sum (fixed orders).
-  float alpha[2];
+  // Softmax statistics per row: masked scores, max, exponentials, sum (fixed orders). A half whose
+  // rows are inactive in every lane (a decode tile's rows 8..15) is left as that arithmetic would
+  // leave it (scores 0, alpha 1) without computing it. The key range is compared as columns of
+  // this sub-block (int, exact).
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
+    if (!__any_sync(0xffffffffu, active[h])) {
+      alpha[h] = 1.0f;
+#pragma unroll
+      for (int nt = 0; nt < 8; ++nt) sc[nt][2 * h] = sc[nt][2 * h + 1] = 0.0f;
+      continue;
+    }
+    const int col_lo = int(min(max(rg[h].begin - sb0, int64_t(0)), int64_t(kAttnKeys)));
+    const int col_hi = int(min(max(rg[h].end - sb0, int64_t(0)), int64_t(kAttnKeys)));
     float mx = -INFINITY;
 #pragma unroll
     for (int nt = 0; nt < 8; ++nt)
 #pragma unroll
       for (int e = 0; e < 2; ++e) {
-        const int64_t j = sb0 + nt * 8 + (lane & 3) * 2 + e;
-        const bool in = j >= rg[h].begin && j < rg[h].end;
+        const int col = nt * 8 + (lane & 3) * 2 + e;
+        const bool in = col >= col_lo && col < col_hi;
         const float x = in ? sc[nt][2 * h + e] * scale : -INFINITY;
         sc[nt][2 * h + e] = x;
         mx = fmaxf(mx, x);
@@ -149,14 +176,14 @@ __device__ __forceinline__ void attend_sub_block(uint32_t q_s, int q_row0, uint3
     mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
     mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
     const float m_new = first[h] ? mx : fmaxf(m[h], mx);
-    alpha[h] = active[h] ? (first[h] ? 0.0f : fixed_expf(m[h] - m_new)) : 1.0f;
+    alpha[h] = active[h] ? (first[h] ? 0.0f : fixed_expf_select(m[h] - m_new)) : 1.0f;
     float sum = 0.0f;
 #pragma unroll
     for (int nt = 0; nt < 8; ++nt)
 #pragma unroll
       for (int e = 0; e < 2; ++e) {
         const float x = sc[nt][2 * h + e];
-        const float p = (active[h] && x != -INFINITY) ? fixed_expf(x - m_new) : 0.0f;
+        const float p = (active[h] && x != -INFINITY) ? fixed_expf_select(x - m_new) : 0.0f;
         sc[nt][2 * h + e] = p;
         sum = sum + p;
       }
@@ -169,6 +196,13 @@ __device__ __forceinline__ void attend_sub_block(uint32_t q_s, int q_row0, uint3
       first[h] = false;
     }
   }
+}
+
+template <int HD, typename Rows>
+__device__ __forceinline__ void attend_values(uint32_t vb_s, Rows rows, const float (&sc)[8][4],
+                                              const float (&alpha)[2], float (&o)[HD / 8][4]) {
+  constexpr int NTD = HD / 8;
+  const int lane = threadIdx.x & 31;
 #pragma unroll
   for (int nt = 0; nt < NTD; ++nt) {
     o[nt][0] = o[nt][0] * alpha[0];
@@ -193,6 +227,16 @@ __device__ __forceinline__ void attend_sub_block(uint32_t q_s, int q_row0, uint3
       mma_bf16_16816(o[2 * dp + 1], a, b[2], b[3]);
     }
   }
+}
+
+template <int HD, typename Rows>
+__device__ __forceinline__ void attend_sub_block(uint32_t q_s, int q_row0, uint32_t kb_s, uint32_t vb_s, Rows rows,
+                                                 int64_t sb0, const SegRange (&rg)[2], const bool (&active)[2],
+                                                 float scale, float (&o)[HD / 8][4], float (&m)[2], float (&l)[2],
+                                                 bool (&first)[2]) {
+  float sc[8][4], alpha[2];
+  attend_scores<HD>(q_s, q_row0, kb_s, rows, sb0, rg, active, scale, sc, alpha, m, l, first);
+  attend_values<HD>(vb_s, rows, sc, alpha, o);
 }
 
 template <int HD>
@@ -296,35 +340,24 @@ __global__ void __launch_bounds__(kAttnThreads) attention_kernel(AttnParams P) {
     if (kb < ke) {
       const int64_t sb_first = (int64_t(kb) / kAttnKeys) * kAttnKeys;
       const int nsb = int((int64_t(ke) - sb_first + kAttnKeys - 1) / kAttnKeys);
-      // Loads keys [sb0, sb0 + 64) of K and V into buffer `buf` (zero beyond the context).
+      // Loads keys [sb0, sb0 + 64) of K and V into buffer `buf` (zero beyond the context). Every
+      // row address is resolved first (the block-table loads overlap), then the copies are issued.
       auto load_kv = [&](int buf, int64_t sb0) {
         constexpr int kKeysPerPass = kAttnThreads / CH;
+        constexpr int kPasses = kAttnKeys / kKeysPerPass;
         const int ch = tid % CH;
+        KeyRow row[kPasses];
 #pragma unroll
-        for (int kk = 0; kk < kAttnKeys / kKeysPerPass; ++kk) {
+        for (int kk = 0; kk < kPasses; ++kk) {
+          row[kk] = resolve_key_row(P, table, s, g, HD, qs, cached, context, seg_new, sb0 + tid / CH + kk * kKeysPerPass);
+        }
+#pragma unroll
+        for (int kk = 0; kk < kPasses; ++kk) {
           const int r = tid / CH + kk * kKeysPerPass;
-          const int64_t j = sb0 + r;
-          const bf16* ksrc = P.k_cache;
-          const bf16* vsrc = P.v_cache;
-          bool valid = j < context;
-          if (valid && seg_new && j >= cached) {
-            const int64_t off = ((qs + (j - cached)) * P.num_kv_heads + g) * HD + ch * 8;
-            ksrc = P.k_new + off;
-            vsrc = P.v_new + off;
-          } else if (valid) {
-            const int32_t blk = table[j / P.block_size];
-            if (blk < 0 || blk >= P.num_blocks) {
-              report_device_error(P.mailbox, kErrAttentionBlock, s, blk, P.num_blocks);
-              valid = false;
-            } else {
-              const int64_t slot = int64_t(blk) * P.block_size + j % P.block_size;
-              const int64_t off = (slot * P.num_kv_heads + g) * HD + ch * 8;
-              ksrc = P.k_cache + off;
-              vsrc = P.v_cache + off;
-            }
-          }
-          cp_async_16(k_s + buf * KV_BYTES + swizzled(r, ch, CH), ksrc, valid);
-          cp_async_16(v_s + buf * KV_BYTES + swizzled(r, ch, CH), vsrc, valid);
+          const bf16* kb = row[kk].where == 2 ? P.k_new : P.k_cache;
+          const bf16* vb = row[kk].where == 2 ? P.v_new : P.v_cache;
+          cp_async_16(k_s + buf * KV_BYTES + swizzled(r, ch, CH), kb + row[kk].off + ch * 8, row[kk].where != 0);
+          cp_async_16(v_s + buf * KV_BYTES + swizzled(r, ch, CH), vb + row[kk].off + ch * 8, row[kk].where != 0);
         }
       };
 

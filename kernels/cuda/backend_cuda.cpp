@@ -1,14 +1,19 @@
-// The CUDA backend's table: device memory through cudaMalloc, synchronous copies, one function per
-// op (kernels/cuda/cuda_ops.h), and the shared plumbing of kernels/cuda/cuda_common.h. The id is
+// The CUDA backend's table: device memory through cudaMalloc, synchronous copies plus asynchronous
+// ones from page-locked memory, graph capture of the backend's stream, staged bulk uploads, one
+// function per op (kernels/cuda/cuda_ops.h), and the shared plumbing of kernels/cuda/cuda_common.h. The id is
 // "cuda-sm<major><minor>" from the device's compute capability, so goldens are keyed per GPU
 // generation; the device fields (name, SM count, CUDA runtime and cuBLASLt versions) are read here
 // and enter the run identity of default-mode goldens. The table exists only when a device answers; otherwise cuda_backend() is nullptr and
 // says why.
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <chrono>
+#include <cstring>
 #include <mutex>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "kernels/backend.h"
@@ -25,7 +30,14 @@ struct Runtime {
   int sm_count = 0;
   int max_smem_per_block = 0;
   DeviceError* mailbox = nullptr;
+  DeviceError* host_mailbox = nullptr;  // page-locked: the mailbox's copy read after a stream sync
+  cudaStream_t stream = nullptr;        // main_stream()
   std::mutex scratch_mutex;
+  std::atomic<uint64_t> scratch_epoch{0};
+  std::mutex bulk_mutex;  // upload_bulk's staging buffers
+  void* bulk_staging[2] = {nullptr, nullptr};
+  cudaEvent_t bulk_done[2] = {nullptr, nullptr};
+  cudaStream_t bulk_stream = nullptr;
   void* scratch[2] = {nullptr, nullptr};
   size_t scratch_bytes[2] = {0, 0};
   std::atomic<int64_t> host_waits{0};
@@ -55,6 +67,7 @@ absl::StatusOr<void*> grow_scratch(int which, size_t bytes) {
   }
   r.scratch[which] = p;
   r.scratch_bytes[which] = want;
+  r.scratch_epoch.fetch_add(1, std::memory_order_relaxed);
   return p;
 }
 
@@ -90,9 +103,119 @@ absl::Status cuda_download(void* dst, const void* src, size_t bytes) {
   return take_device_error();
 }
 
+// One wait: the mailbox is copied behind the stream's work, then the stream is waited for.
 absl::Status cuda_synchronize(const ExecContext& ctx) {
-  SAMEBITS_RETURN_IF_ERROR(blocking_stream_sync(stream_of(ctx)));
-  return take_device_error();
+  Runtime& r = runtime();
+  cudaStream_t stream = stream_of(ctx);
+  if (r.host_mailbox == nullptr) return blocking_stream_sync(stream);  // released at exit
+  SAMEBITS_CUDA_TRY(cudaMemcpyAsync(r.host_mailbox, r.mailbox, sizeof(DeviceError), cudaMemcpyDeviceToHost, stream));
+  SAMEBITS_RETURN_IF_ERROR(blocking_stream_sync(stream));
+  if (r.host_mailbox->code == 0) return absl::OkStatus();
+  const DeviceError e = *r.host_mailbox;
+  r.host_mailbox->code = 0;
+  SAMEBITS_CUDA_TRY(cudaMemset(r.mailbox, 0, sizeof(DeviceError)));
+  return device_error_status(e);
+}
+
+absl::StatusOr<void*> cuda_alloc_host(size_t bytes) {
+  void* p = nullptr;
+  if (cudaError_t e = cudaMallocHost(&p, std::max<size_t>(bytes, 256)); e != cudaSuccess) {
+    cudaGetLastError();
+    return absl::ResourceExhaustedError(
+        absl::StrCat("cuda host alloc: cannot allocate ", bytes, " page-locked bytes: ", cudaGetErrorString(e)));
+  }
+  return p;
+}
+
+void cuda_free_host(void* p) {
+  if (p != nullptr) cudaFreeHost(p);
+}
+
+absl::Status cuda_upload_async(const ExecContext& ctx, void* dst, const void* src, size_t bytes) {
+  if (bytes == 0) return absl::OkStatus();
+  SAMEBITS_CUDA_TRY(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream_of(ctx)));
+  return absl::OkStatus();
+}
+
+absl::Status cuda_download_async(const ExecContext& ctx, void* dst, const void* src, size_t bytes) {
+  if (bytes == 0) return absl::OkStatus();
+  SAMEBITS_CUDA_TRY(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, stream_of(ctx)));
+  return absl::OkStatus();
+}
+
+// Thread-local capture: only this thread's calls are recorded, other threads may use CUDA freely.
+absl::Status cuda_capture_begin(const ExecContext& ctx) {
+  SAMEBITS_CUDA_TRY(cudaStreamBeginCapture(stream_of(ctx), cudaStreamCaptureModeThreadLocal));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<void*> cuda_capture_end(const ExecContext& ctx) {
+  cudaGraph_t graph = nullptr;
+  const cudaError_t ended = cudaStreamEndCapture(stream_of(ctx), &graph);
+  if (ended != cudaSuccess) {
+    cudaGetLastError();
+    if (graph != nullptr) cudaGraphDestroy(graph);
+    return cuda_status(ended, "cudaStreamEndCapture");
+  }
+  cudaGraphExec_t exec = nullptr;
+  const cudaError_t made = cudaGraphInstantiate(&exec, graph, 0);
+  cudaGraphDestroy(graph);
+  if (made != cudaSuccess) {
+    cudaGetLastError();
+    return cuda_status(made, "cudaGraphInstantiate");
+  }
+  return static_cast<void*>(exec);
+}
+
+absl::Status cuda_graph_launch(const ExecContext& ctx, void* graph) {
+  SAMEBITS_CUDA_TRY(cudaGraphLaunch(static_cast<cudaGraphExec_t>(graph), stream_of(ctx)));
+  return absl::OkStatus();
+}
+
+void cuda_graph_free(void* graph) {
+  if (graph != nullptr) cudaGraphExecDestroy(static_cast<cudaGraphExec_t>(graph));
+}
+
+uint64_t cuda_memory_epoch() { return scratch_epoch(); }
+
+// Weights from pageable or file-mapped memory: chunks copied by several host threads into one of
+// two page-locked buffers while the other one's transfer runs on a copy stream.
+absl::Status cuda_upload_bulk(void* dst, const void* src, size_t bytes) {
+  constexpr size_t kChunk = size_t(64) << 20;
+  if (bytes == 0) return absl::OkStatus();
+  if (dst == nullptr || src == nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat("cuda upload_bulk: null pointer for ", bytes, " bytes"));
+  }
+  Runtime& r = runtime();
+  std::lock_guard<std::mutex> lock(r.bulk_mutex);
+  if (r.bulk_stream == nullptr) {
+    SAMEBITS_CUDA_TRY(cudaStreamCreateWithFlags(&r.bulk_stream, cudaStreamNonBlocking));
+    for (int i = 0; i < 2; ++i) {
+      SAMEBITS_CUDA_TRY(cudaMallocHost(&r.bulk_staging[i], kChunk));
+      SAMEBITS_CUDA_TRY(cudaEventCreateWithFlags(&r.bulk_done[i], cudaEventDisableTiming));
+    }
+  }
+  const unsigned hw = std::thread::hardware_concurrency();
+  const int threads = int(std::clamp(hw / 2, 1u, 8u));
+  const auto* from = static_cast<const uint8_t*>(src);
+  auto* to = static_cast<uint8_t*>(dst);
+  int which = 0;
+  for (size_t at = 0; at < bytes; at += kChunk, which ^= 1) {
+    const size_t n = std::min(kChunk, bytes - at);
+    SAMEBITS_CUDA_TRY(cudaEventSynchronize(r.bulk_done[which]));  // the buffer's last transfer is done
+    auto* stage = static_cast<uint8_t*>(r.bulk_staging[which]);
+    const size_t part = std::max<size_t>(4096, (n / size_t(threads) + 4095) / 4096 * 4096);
+    std::vector<std::thread> pool;
+    for (int t = 1; t < threads && size_t(t) * part < n; ++t) {
+      const size_t b = size_t(t) * part, e = std::min(n, b + part);
+      pool.emplace_back([=] { std::memcpy(stage + b, from + at + b, e - b); });
+    }
+    std::memcpy(stage, from + at, std::min(n, part));
+    for (std::thread& th : pool) th.join();
+    SAMEBITS_CUDA_TRY(cudaMemcpyAsync(to + at, stage, n, cudaMemcpyHostToDevice, r.bulk_stream));
+    SAMEBITS_CUDA_TRY(cudaEventRecord(r.bulk_done[which], r.bulk_stream));
+  }
+  return blocking_stream_sync(r.bulk_stream);
 }
 
 // Records one host wait of `since` until now.
@@ -124,6 +247,17 @@ void release_at_exit() {
   }
   if (r.mailbox != nullptr) cudaFree(r.mailbox);
   r.mailbox = nullptr;
+  if (r.host_mailbox != nullptr) cudaFreeHost(r.host_mailbox);
+  r.host_mailbox = nullptr;
+  std::lock_guard<std::mutex> bulk_lock(r.bulk_mutex);
+  for (int i = 0; i < 2; ++i) {
+    if (r.bulk_staging[i] != nullptr) cudaFreeHost(r.bulk_staging[i]);
+    if (r.bulk_done[i] != nullptr) cudaEventDestroy(r.bulk_done[i]);
+    r.bulk_staging[i] = nullptr;
+    r.bulk_done[i] = nullptr;
+  }
+  if (r.bulk_stream != nullptr) cudaStreamDestroy(r.bulk_stream);
+  r.bulk_stream = nullptr;
 }
 
 // Starts the runtime on device 0; *why says what failed.
@@ -165,6 +299,16 @@ const Backend* make_backend(std::string* why) {
     return nullptr;
   }
   r.mailbox = static_cast<DeviceError*>(box);
+  if (cudaError_t e = cudaMallocHost(&box, sizeof(DeviceError)); e != cudaSuccess) {
+    *why = absl::StrCat("cannot allocate the host mailbox: ", cudaGetErrorString(e));
+    return nullptr;
+  }
+  r.host_mailbox = static_cast<DeviceError*>(box);
+  r.host_mailbox->code = 0;
+  if (cudaError_t e = cudaStreamCreate(&r.stream); e != cudaSuccess) {
+    *why = absl::StrCat("cannot create the backend's stream: ", cudaGetErrorString(e));
+    return nullptr;
+  }
   std::atexit(release_at_exit);
 
   Backend* b = new Backend();
@@ -198,6 +342,16 @@ const Backend* make_backend(std::string* why) {
   b->fill_synthetic = cuda_fill_synthetic_entry;
   b->make_op_timer = make_event_op_timer;
   b->sync_stats = host_wait_stats;
+  b->alloc_host = cuda_alloc_host;
+  b->free_host = cuda_free_host;
+  b->upload_async = cuda_upload_async;
+  b->download_async = cuda_download_async;
+  b->capture_begin = cuda_capture_begin;
+  b->capture_end = cuda_capture_end;
+  b->graph_launch = cuda_graph_launch;
+  b->graph_free = cuda_graph_free;
+  b->memory_epoch = cuda_memory_epoch;
+  b->upload_bulk = cuda_upload_bulk;
   return b;
 }
 
@@ -245,6 +399,10 @@ absl::Status take_device_error() {
   SAMEBITS_RETURN_IF_ERROR(blocking_copy(&e, r.mailbox, sizeof e, cudaMemcpyDeviceToHost));
   if (e.code == 0) return absl::OkStatus();
   SAMEBITS_CUDA_TRY(cudaMemset(r.mailbox, 0, sizeof(DeviceError)));
+  return device_error_status(e);
+}
+
+absl::Status device_error_status(const DeviceError& e) {
   switch (e.code) {
     case kErrEmbeddingId:
       return absl::InvalidArgumentError(absl::StrCat("embedding: token ", e.a, " has id ", e.b,
@@ -277,6 +435,8 @@ int device_max_smem_per_block() { return runtime().max_smem_per_block; }
 
 absl::StatusOr<void*> scratch(size_t bytes) { return grow_scratch(0, bytes); }
 absl::StatusOr<void*> scratch2(size_t bytes) { return grow_scratch(1, bytes); }
+uint64_t scratch_epoch() { return runtime().scratch_epoch.load(std::memory_order_relaxed); }
+cudaStream_t main_stream() { return runtime().stream; }
 
 }  // namespace cuda
 

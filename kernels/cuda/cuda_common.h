@@ -38,7 +38,13 @@ absl::Status check_launch(const char* kernel);
       return _samebits_st;                                    \
   } while (0)
 
-inline cudaStream_t stream_of(const ExecContext& ctx) { return static_cast<cudaStream_t>(ctx.stream); }
+// The backend's own stream, created with the runtime: a blocking stream, so it stays ordered with
+// the legacy default stream (cudaMemcpy, kernels launched without a stream) as before, and unlike
+// the legacy stream it can be captured into a CUDA graph.
+cudaStream_t main_stream();
+inline cudaStream_t stream_of(const ExecContext& ctx) {
+  return ctx.stream != nullptr ? static_cast<cudaStream_t>(ctx.stream) : main_stream();
+}
 
 // Which op found a bad index on the device.
 enum DeviceErrorOp : int {
@@ -60,6 +66,8 @@ struct DeviceError {
 DeviceError* device_error_mailbox();
 // Reads and clears the mailbox (synchronises the device); OK when no kernel reported anything.
 absl::Status take_device_error();
+// The status of one mailbox entry (code != 0): InvalidArgument naming op, index and value.
+absl::Status device_error_status(const DeviceError& e);
 
 // Every point where the host waits for the device goes through these two: counted, and the wait
 // timed (Backend::sync_stats). A blocking copy is cudaMemcpy (it waits for the legacy stream).
@@ -79,6 +87,8 @@ int device_max_smem_per_block();  // opt-in maximum, bytes
 absl::StatusOr<void*> scratch(size_t bytes);
 // A second, independent scratch buffer for data an op must keep while it uses scratch() too.
 absl::StatusOr<void*> scratch2(size_t bytes);
+// Changes whenever scratch() or scratch2() moves (Backend::memory_epoch).
+uint64_t scratch_epoch();
 
 #if defined(__CUDACC__)
 // Records the first bad index; later ones are dropped. Integer atomics only (no floating point).

@@ -28,9 +28,10 @@ absl::Status cuda_fill_synthetic(void* dst, int64_t n, uint64_t tensor_key, floa
 // synthetic_fill.cu
 
 // Paged attention with a forced route for the sequences' last tiles of 1..16 rows (decodes):
-// kAuto (cuda_attention) gives them to the one-warp-per-segment decode kernel, kGeneralOnly to the
-// 64-row kernel, which folds all segments in the block. Both routes give the same bits (tests).
-enum class AttentionRoute { kAuto, kGeneralOnly };
+// kAuto (cuda_attention) chooses by speed, kDecodeKernel gives them to the one-warp-per-segment
+// decode kernel, kGeneralOnly to the 64-row kernel, which folds all segments in the block. Every
+// route gives the same bits (tests).
+enum class AttentionRoute { kAuto, kDecodeKernel, kGeneralOnly };
 absl::Status cuda_attention_routed(const ExecContext& ctx, const AttentionArgs& args, AttentionRoute route);
 
 // Invariant linear with a forced tile configuration (benchmarks and tests of the tile choice):

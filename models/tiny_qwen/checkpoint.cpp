@@ -2,6 +2,7 @@
 // configuration requires, checked by name and shape before anything is converted.
 #include "models/tiny_qwen/checkpoint.h"
 
+#include <algorithm>
 #include <filesystem>
 
 #include "absl/strings/str_cat.h"
@@ -16,7 +17,7 @@ std::string shape_str(const std::vector<int64_t>& shape) { return absl::StrCat("
 
 }  // namespace
 
-absl::StatusOr<HfCheckpoint> load_hf_checkpoint(const std::string& dir) {
+absl::StatusOr<MappedCheckpoint> open_hf_checkpoint(const std::string& dir) {
   namespace fs = std::filesystem;
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) return absl::NotFoundError(absl::StrCat(dir, ": not a checkpoint directory"));
@@ -41,7 +42,6 @@ absl::StatusOr<HfCheckpoint> load_hf_checkpoint(const std::string& dir) {
         listing, ": missing tensor '", missing[0], "'",
         missing.size() > 1 ? absl::StrCat(" (and ", missing.size() - 1, " more)") : std::string()));
   }
-  HfCheckpoint out;
   for (const auto& [name, file] : set->index()) {
     const StTensorInfo& info = file->tensors().at(name);
     auto want = expected.find(name);
@@ -58,15 +58,51 @@ absl::StatusOr<HfCheckpoint> load_hf_checkpoint(const std::string& dir) {
                                                      shape_str(info.shape), ", expected ", shape_str(want->second)));
     }
   }
-  for (const auto& [name, shape] : expected) {
-    auto t = set->read_bf16(name);
-    if (!t.ok()) return t.status();
-    out.weights.tensors[name] = std::move(*t);
-  }
+  MappedCheckpoint out;
   out.config = config;
   out.architecture = hf->architecture;
   out.torch_dtype = hf->torch_dtype;
   out.num_files = int(set->num_files());
+  out.tensors = std::make_shared<const SafetensorsSet>(*std::move(set));
+  return out;
+}
+
+uint64_t mapped_weights_digest(const MappedCheckpoint& checkpoint) {
+  constexpr uint64_t kChunk = uint64_t(1) << 22;  // values per chunk (8 MiB)
+  std::vector<bf16> chunk;
+  WeightsDigest digest;
+  for (const auto& [name, shape] : expected_tensor_shapes(checkpoint.config)) {  // name order
+    const SafetensorsFile* file = checkpoint.tensors->index().at(name);
+    const StTensorInfo& info = *file->find(name);
+    digest.begin_tensor(name, shape);
+    const uint64_t count = (info.end - info.begin) / st_dtype_size(info.dtype);
+    if (info.dtype == StDtype::kBF16) {  // the stored bytes are the values
+      digest.add_bytes(file->mapped_bytes(name), count * sizeof(bf16));
+      continue;
+    }
+    for (uint64_t at = 0; at < count; at += kChunk) {
+      const uint64_t n = std::min(kChunk, count - at);
+      chunk.resize(n);
+      (void)file->read_bf16_range(name, at, n, chunk.data());  // in range by construction
+      digest.add_values(chunk.data(), n);
+    }
+  }
+  return digest.finish();
+}
+
+absl::StatusOr<HfCheckpoint> load_hf_checkpoint(const std::string& dir) {
+  auto mapped = open_hf_checkpoint(dir);
+  if (!mapped.ok()) return mapped.status();
+  HfCheckpoint out;
+  for (const auto& [name, shape] : expected_tensor_shapes(mapped->config)) {
+    auto t = mapped->tensors->read_bf16(name);
+    if (!t.ok()) return t.status();
+    out.weights.tensors[name] = std::move(*t);
+  }
+  out.config = mapped->config;
+  out.architecture = mapped->architecture;
+  out.torch_dtype = mapped->torch_dtype;
+  out.num_files = mapped->num_files;
   return out;
 }
 

@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "models/tiny_qwen/safetensors.h"
 
 namespace samebits {
 
@@ -63,6 +64,33 @@ absl::StatusOr<DeviceWeights> upload_weights(const Backend& backend, const Model
                                                      " values, expected [", absl::StrJoin(shape, ","), "]"));
     }
     return backend.upload(dst, t.data.data(), t.data.size() * sizeof(bf16));
+  });
+}
+
+absl::StatusOr<DeviceWeights> upload_mapped_weights(const Backend& backend, const ModelConfig& config,
+                                                    const SafetensorsSet& tensors, uint64_t* bytes) {
+  constexpr uint64_t kChunk = uint64_t(1) << 22;  // values per converted chunk (8 MiB)
+  std::vector<bf16> chunk;
+  *bytes = 0;
+  auto upload = backend.upload_bulk != nullptr ? backend.upload_bulk : backend.upload;
+  return build_device_weights(backend, config, [&](const std::string& name, const std::vector<int64_t>&, bf16* dst,
+                                                   int64_t numel) -> absl::Status {
+    auto it = tensors.index().find(name);
+    if (it == tensors.index().end()) return absl::NotFoundError(absl::StrCat("weights: tensor ", name, " is missing"));
+    const SafetensorsFile& file = *it->second;
+    const StTensorInfo& info = *file.find(name);
+    if ((info.end - info.begin) / st_dtype_size(info.dtype) != uint64_t(numel)) {
+      return absl::InvalidArgumentError(absl::StrCat(file.path(), ": tensor ", name, " does not hold ", numel, " values"));
+    }
+    *bytes += uint64_t(numel) * sizeof(bf16);
+    if (info.dtype == StDtype::kBF16) return upload(dst, file.mapped_bytes(name), size_t(numel) * sizeof(bf16));
+    for (uint64_t at = 0; at < uint64_t(numel); at += kChunk) {
+      const uint64_t n = std::min(kChunk, uint64_t(numel) - at);
+      chunk.resize(n);
+      if (absl::Status s = file.read_bf16_range(name, at, n, chunk.data()); !s.ok()) return s;
+      if (absl::Status s = backend.upload(dst + at, chunk.data(), n * sizeof(bf16)); !s.ok()) return s;
+    }
+    return absl::OkStatus();
   });
 }
 

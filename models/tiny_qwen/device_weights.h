@@ -42,6 +42,14 @@ absl::StatusOr<DeviceWeights> build_device_weights(const Backend& backend, const
 absl::StatusOr<DeviceWeights> upload_weights(const Backend& backend, const ModelConfig& config,
                                              const HostWeights& weights);
 
+class SafetensorsSet;
+// A mapped checkpoint's tensors (already checked against config) in backend memory, straight from
+// the mapping: bf16 tensors go up as they are stored (Backend::upload_bulk where the backend has
+// it), others are converted one chunk at a time. Host memory never holds a whole tensor.
+// *bytes receives the bf16 bytes placed in backend memory.
+absl::StatusOr<DeviceWeights> upload_mapped_weights(const Backend& backend, const ModelConfig& config,
+                                                    const SafetensorsSet& tensors, uint64_t* bytes);
+
 // synthetic_weights(config, seed) in backend memory: filled there by Backend::fill_synthetic when
 // the backend has it, else generated one chunk at a time on the host and uploaded. Host memory
 // holds one chunk, never the whole model; *digest receives synthetic_weights_digest(config, seed).

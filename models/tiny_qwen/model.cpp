@@ -12,11 +12,21 @@
 // caller's ExecContext; nothing here depends on the backend. The mode enters only through the
 // plans built here (plan_matmul, plan_row_reduce, plan_attention: kernels/plan.h), one per call,
 // from the shapes of this batch; the kernels execute them.
+//
+// A step waits for the backend once: the batch's index arrays go up by one async copy from
+// page-locked memory, attention derives its work on the device (no host mirrors), and the sampled
+// tokens with the observed logits rows come back by async copies behind the step's work, before
+// one synchronize. Decode steps replay recorded graphs (set_graphs): the batch is padded to the
+// graph's shape (invariant mode: a bucket size, so padding rows changes no row's bits; default
+// mode: exact shapes only) and the block tables to a power-of-two width (which no kernel's
+// arithmetic depends on).
 #include "models/tiny_qwen/model.h"
 
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <map>
+#include <set>
 #include <tuple>
 
 #include "absl/strings/str_cat.h"
@@ -45,8 +55,10 @@ class Stopwatch {
   std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
 };
 
-absl::Status grow(const Backend& backend, DeviceBuffer* buf, size_t bytes) {
+// *epoch changes when the buffer moves (recorded graphs hold its address).
+absl::Status grow(const Backend& backend, DeviceBuffer* buf, size_t bytes, uint64_t* epoch) {
   if (buf->bytes() >= bytes) return absl::OkStatus();
+  ++*epoch;
   buf->reset();
   absl::StatusOr<DeviceBuffer> fresh = DeviceBuffer::allocate(backend, bytes);
   if (!fresh.ok()) return fresh.status();
@@ -64,7 +76,27 @@ struct Scratch {
   DeviceBuffer meta;                                                // the batch's index arrays
 };
 
+// What a recorded forward pass depends on besides the model: the padded batch shape (tokens =
+// sequences for decode, block table width) and the attention plan.
+struct GraphKey {
+  int mode = 0;
+  int64_t tokens = 0;
+  int blocks_per_seq = 0;
+  int plan_kind = 0, split_count = 0, split_size = 0;
+  bool separate_new_keys = false;
+  auto tie() const {
+    return std::tie(mode, tokens, blocks_per_seq, plan_kind, split_count, split_size, separate_new_keys);
+  }
+  bool operator<(const GraphKey& o) const { return tie() < o.tie(); }
+};
+
+struct RecordedGraph {
+  void* exec = nullptr;
+  uint64_t buffer_epoch = 0, backend_epoch = 0;  // the memory it was recorded with
+};
+
 struct Model::Impl {
+  ~Impl() { drop_graphs(); }
   const Backend* backend = nullptr;
   ModelConfig config;
   KvCacheShape kv;
@@ -73,8 +105,16 @@ struct Model::Impl {
   DeviceBuffer rope_table;
   DeviceBuffer kv_cache;  // [layer][k|v][num_blocks, block_size, kv_heads, head_dim]
   Scratch scratch;
-  std::vector<uint8_t> meta_host;
+  uint64_t buffer_epoch = 0;  // bumped whenever a scratch buffer moves
+  HostStaging meta_host;      // the batch's index arrays on their way up
+  HostStaging out_host;       // sampled tokens and observed logits rows on their way back
   int64_t last_logit_rows = -1;
+  // Recorded decode graphs.
+  bool graphs_on = true;
+  std::map<GraphKey, RecordedGraph> graphs;
+  std::set<GraphKey> graph_seen, graph_failed;
+  ForwardBatch padded;
+  Model::GraphStats graph_stats;
   SetupTimes setup;
   OpObserver observer;  // optional (explain); empty in normal runs
 
@@ -95,6 +135,20 @@ struct Model::Impl {
   }
   absl::Status reserve(int64_t tokens, int64_t rows, size_t meta_bytes);
   absl::Status enqueue_forward(const ExecContext& ctx, const ForwardBatch& batch);
+  absl::Status enqueue_compute(const ExecContext& ctx, const ForwardBatch& batch, const size_t* offsets);
+  bool graph_key(const ExecContext& ctx, const ForwardBatch& batch, GraphKey* key) const;
+  void pad_batch(const ForwardBatch& batch, const GraphKey& key);
+  absl::Status run_graph(const ExecContext& ctx, const ForwardBatch& batch, const GraphKey& key, const size_t* offsets);
+  void drop_graphs() {
+    for (auto& [key, g] : graphs) backend->graph_free(g.exec);
+    graphs.clear();
+  }
+  // Copies backend memory to host memory: async into out_host where the backend can (ready after
+  // the next synchronize), else at once.
+  absl::Status copy_back(const ExecContext& ctx, void* host, const void* src, size_t bytes) const {
+    if (backend->download_async != nullptr) return backend->download_async(ctx, host, src, bytes);
+    return backend->download(host, src, bytes);
+  }
   absl::Status run_layers(const ExecContext& ctx, const ForwardBatch& batch, const int32_t* d_tokens,
                           const int32_t* d_positions, const int64_t* d_slots, const int32_t* d_query_start,
                           const int32_t* d_context_lens, const int32_t* d_block_tables);
@@ -112,7 +166,7 @@ absl::Status Model::Impl::reserve(int64_t tokens, int64_t rows, size_t meta_byte
                             {&s.delta, T * H * e}, {&s.gate, T * I * e}, {&s.up, T * I * e}, {&s.act, T * I * e},
                             {&s.gathered, R * H * e}, {&s.logits, R * size_t(config.vocab_size) * sizeof(float)},
                             {&s.sampled, R * sizeof(int32_t)}, {&s.meta, meta_bytes}}) {
-    SAMEBITS_RETURN_IF_ERROR(grow(b, buf, bytes));
+    SAMEBITS_RETURN_IF_ERROR(grow(b, buf, bytes, &buffer_epoch));
   }
   return absl::OkStatus();
 }
@@ -222,7 +276,8 @@ absl::Status Model::Impl::run_layers(const ExecContext& ctx, const ForwardBatch&
     AttentionArgs at;
     at.q = q, at.k_new = k, at.v_new = v, at.k_cache = k_cache(l), at.v_cache = v_cache(l);
     at.query_start = d_query_start, at.context_lens = d_context_lens, at.block_tables = d_block_tables;
-    at.host_query_start = batch.query_start.data(), at.host_context_lens = batch.context_lens.data();
+    // No host mirrors: the work list is built on the device (no host pass over the sequences per
+    // layer, and the same launches for every batch of these shapes, as graphs need).
     at.num_seqs = num_seqs, at.max_blocks_per_seq = batch.max_blocks_per_seq, at.T = T;
     at.num_q_heads = c.num_heads, at.num_kv_heads = c.num_kv_heads, at.head_dim = c.head_dim;
     at.block_size = kv.block_size, at.num_blocks = kv.num_blocks, at.scale = scale, at.plan = plan, at.out = attn;
@@ -279,6 +334,23 @@ absl::StatusOr<std::unique_ptr<Model>> Model::create(const Backend& backend, con
   return model;
 }
 
+absl::StatusOr<std::unique_ptr<Model>> Model::create_mapped(const Backend& backend, const ModelConfig& config,
+                                                            const SafetensorsSet& tensors, uint64_t digest,
+                                                            KvCacheShape kv) {
+  SAMEBITS_RETURN_IF_ERROR(check_model_args(config, kv));
+  const Stopwatch clock;
+  uint64_t bytes = 0;
+  absl::StatusOr<DeviceWeights> w = upload_mapped_weights(backend, config, tensors, &bytes);
+  if (!w.ok()) return w.status();
+  const double weights_seconds = clock.seconds();
+  auto model = assemble(backend, config, kv, *std::move(w), digest);
+  if (model.ok()) {
+    (*model)->impl_->setup.weights_seconds = weights_seconds;
+    (*model)->impl_->setup.weights_bytes = bytes;
+  }
+  return model;
+}
+
 absl::StatusOr<std::unique_ptr<Model>> Model::create_synthetic(const Backend& backend, const ModelConfig& config,
                                                                uint64_t seed, KvCacheShape kv) {
   SAMEBITS_RETURN_IF_ERROR(check_model_args(config, kv));
@@ -327,37 +399,146 @@ absl::StatusOr<std::unique_ptr<Model>> Model::assemble(const Backend& backend, c
   return model;
 }
 
+int64_t Model::graph_bucket(int64_t tokens) {
+  if (tokens <= 0 || tokens > kMaxGraphTokens) return 0;
+  if (tokens <= 128) {
+    int64_t b = 1;
+    while (b < tokens) b *= 2;
+    return b;
+  }
+  return (tokens + 127) / 128 * 128;
+}
+
+// Whether this batch runs as a recorded graph, and under which key.
+bool Model::Impl::graph_key(const ExecContext& ctx, const ForwardBatch& batch, GraphKey* key) const {
+  if (!graphs_on || backend->capture_begin == nullptr || observer || ctx.timer != nullptr) return false;
+  const int64_t T = int64_t(batch.tokens.size());
+  const int64_t S = int64_t(batch.context_lens.size());
+  if (S != T || int64_t(batch.logit_rows.size()) != T) return false;  // decode: one token per sequence
+  for (int64_t i = 0; i < T; ++i) {
+    if (batch.logit_rows[size_t(i)] != i) return false;  // every row sampled, in order
+  }
+  const int64_t padded = ctx.mode == Mode::kInvariant ? Model::graph_bucket(T) : (T <= Model::kMaxGraphTokens ? T : 0);
+  if (padded == 0) return false;
+  int width = 1;
+  while (width < batch.max_blocks_per_seq) width *= 2;
+  int32_t max_context = 0;
+  for (int32_t len : batch.context_lens) max_context = std::max(max_context, len);
+  const AttentionPlan plan = plan_attention(ctx.mode, int(padded), config.num_kv_heads, max_context, ctx.parallel_units);
+  key->mode = int(ctx.mode);
+  key->tokens = padded;
+  key->blocks_per_seq = width;
+  key->plan_kind = int(plan.kind);
+  key->split_count = plan.split_count;
+  key->split_size = plan.split_size;
+  key->separate_new_keys = plan.separate_new_keys;
+  return true;
+}
+
+// The batch padded to the key's shape: each padded row a sequence of its own (one token at
+// position 0, context 1, written nowhere: slot -1; it reads block 0 and its result is dropped),
+// block table rows widened with zeros.
+void Model::Impl::pad_batch(const ForwardBatch& batch, const GraphKey& key) {
+  ForwardBatch& p = padded;
+  const size_t T = batch.tokens.size(), P = size_t(key.tokens), W = size_t(key.blocks_per_seq);
+  const size_t w = size_t(batch.max_blocks_per_seq);
+  p.tokens = batch.tokens, p.tokens.resize(P, 0);
+  p.positions = batch.positions, p.positions.resize(P, 0);
+  p.slot_mapping = batch.slot_mapping, p.slot_mapping.resize(P, -1);
+  p.context_lens = batch.context_lens, p.context_lens.resize(P, 1);
+  p.query_start.resize(P + 1);
+  for (size_t i = 0; i <= P; ++i) p.query_start[i] = int32_t(i);
+  p.logit_rows.resize(P);
+  for (size_t i = 0; i < P; ++i) p.logit_rows[i] = int32_t(i);
+  p.max_blocks_per_seq = int(W);
+  p.block_tables.assign(P * W, 0);
+  for (size_t s = 0; s < T; ++s) {
+    std::memcpy(&p.block_tables[s * W], &batch.block_tables[s * w], w * sizeof(int32_t));
+  }
+}
+
 absl::Status Model::Impl::enqueue_forward(const ExecContext& ctx, const ForwardBatch& batch) {
   const Backend& b = *backend;
   last_logit_rows = -1;
   SAMEBITS_RETURN_IF_ERROR(check_forward_batch(batch, config, kv));
-  const int64_t T = int64_t(batch.tokens.size());
-  const int64_t R = int64_t(batch.logit_rows.size());
+  GraphKey key;
+  const bool as_graph = graph_key(ctx, batch, &key);
+  if (as_graph) pad_batch(batch, key);
+  const ForwardBatch& run = as_graph ? padded : batch;
+  const int64_t T = int64_t(run.tokens.size());
+  const int64_t R = int64_t(run.logit_rows.size());
 
   // One upload for every index array: [slots i64 | tokens | positions | query_start | context_lens
   // | block_tables | logit_rows], each section 8-byte aligned.
   auto bytes_of = [](const auto& v) { return align8(v.size() * sizeof(v[0])); };
   size_t offsets[7];
   size_t total = 0;
-  auto sections = std::make_tuple(&batch.slot_mapping, &batch.tokens, &batch.positions, &batch.query_start,
-                                  &batch.context_lens, &batch.block_tables, &batch.logit_rows);
+  auto sections = std::make_tuple(&run.slot_mapping, &run.tokens, &run.positions, &run.query_start,
+                                  &run.context_lens, &run.block_tables, &run.logit_rows);
   int index = 0;
   std::apply([&](auto*... v) { ((offsets[index++] = total, total += bytes_of(*v)), ...); }, sections);
   SAMEBITS_RETURN_IF_ERROR(reserve(T, R, total));
-  meta_host.resize(total);
+  // The previous step's copies finished at its synchronize: the staging buffer is free.
+  SAMEBITS_RETURN_IF_ERROR(meta_host.reserve(b, total));
   index = 0;
   std::apply([&](auto*... v) {
     // An empty section may have no storage (data() null): memcpy must not see it even for 0 bytes.
     auto copy = [&](auto* section) {
       const size_t at = offsets[index++];
-      if (!section->empty()) std::memcpy(meta_host.data() + at, section->data(), section->size() * sizeof((*section)[0]));
+      if (!section->empty()) std::memcpy(meta_host.as<uint8_t>() + at, section->data(), section->size() * sizeof((*section)[0]));
     };
     (copy(v), ...);
   }, sections);
   {
     OpScope scope(ctx, "batch upload");
-    SAMEBITS_RETURN_IF_ERROR(b.upload(scratch.meta.as<void>(), meta_host.data(), total));
+    SAMEBITS_RETURN_IF_ERROR(b.upload_async != nullptr ? b.upload_async(ctx, scratch.meta.as<void>(), meta_host.as<void>(), total)
+                                                       : b.upload(scratch.meta.as<void>(), meta_host.as<void>(), total));
   }
+  if (as_graph) {
+    SAMEBITS_RETURN_IF_ERROR(run_graph(ctx, run, key, offsets));
+  } else {
+    SAMEBITS_RETURN_IF_ERROR(enqueue_compute(ctx, run, offsets));
+  }
+  last_logit_rows = int64_t(batch.logit_rows.size());  // the real rows come first
+  return absl::OkStatus();
+}
+
+// A key's first batch runs eagerly (sizing every buffer the ops use); the second is recorded,
+// then replayed as long as no buffer it holds has moved. A recording that fails (an op that
+// cannot be recorded) leaves the key to eager runs.
+absl::Status Model::Impl::run_graph(const ExecContext& ctx, const ForwardBatch& batch, const GraphKey& key,
+                                    const size_t* offsets) {
+  const Backend& b = *backend;
+  const uint64_t backend_epoch = b.memory_epoch != nullptr ? b.memory_epoch() : 0;
+  auto it = graphs.find(key);
+  if (it != graphs.end() && (it->second.buffer_epoch != buffer_epoch || it->second.backend_epoch != backend_epoch)) {
+    b.graph_free(it->second.exec);
+    graphs.erase(it);
+    it = graphs.end();
+  }
+  if (it == graphs.end()) {
+    if (graph_failed.count(key) || graph_seen.insert(key).second) return enqueue_compute(ctx, batch, offsets);
+    if (graphs.size() >= 64) drop_graphs();
+    SAMEBITS_RETURN_IF_ERROR(b.capture_begin(ctx));
+    const absl::Status recorded = enqueue_compute(ctx, batch, offsets);
+    absl::StatusOr<void*> exec = b.capture_end(ctx);
+    const uint64_t epoch_after = b.memory_epoch != nullptr ? b.memory_epoch() : 0;
+    if (!recorded.ok() || !exec.ok() || epoch_after != backend_epoch) {
+      if (exec.ok()) b.graph_free(*exec);
+      graph_failed.insert(key);
+      return enqueue_compute(ctx, batch, offsets);
+    }
+    ++graph_stats.captures;
+    it = graphs.emplace(key, RecordedGraph{*exec, buffer_epoch, backend_epoch}).first;
+  }
+  ++graph_stats.replays;
+  return b.graph_launch(ctx, it->second.exec);
+}
+
+absl::Status Model::Impl::enqueue_compute(const ExecContext& ctx, const ForwardBatch& batch, const size_t* offsets) {
+  const Backend& b = *backend;
+  const int64_t T = int64_t(batch.tokens.size());
+  const int64_t R = int64_t(batch.logit_rows.size());
   uint8_t* meta = scratch.meta.as<uint8_t>();
   auto at = [&](int i) { return meta + offsets[i]; };
 
@@ -384,7 +565,6 @@ absl::Status Model::Impl::enqueue_forward(const ExecContext& ctx, const ForwardB
       SAMEBITS_RETURN_IF_ERROR(observe(ctx, config.num_layers, ModelOp::kLogits, head.y_f32, R, head.N, true, head.plan.describe()));
     }
   }
-  last_logit_rows = R;
   return absl::OkStatus();
 }
 
@@ -397,50 +577,90 @@ absl::Status Model::forward(const ExecContext& ctx, const ForwardBatch& batch, s
   return m.backend->download(logits->data(), m.scratch.logits.as<void>(), logits->size() * sizeof(float));
 }
 
+namespace {
+
+absl::Status check_sample_rows(int64_t wanted, int64_t last_logit_rows) {
+  if (last_logit_rows < 0 || wanted != last_logit_rows) {
+    return absl::FailedPreconditionError(absl::StrCat("model.sample: ", wanted, " sampling rows but the last forward produced ",
+                                                      last_logit_rows < 0 ? 0 : last_logit_rows, " logit rows"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::Status Model::sample(const ExecContext& ctx, std::span<const SamplingRow> rows, std::vector<int32_t>* tokens) {
+  return forward_sample_tail(ctx, rows, {}, tokens, nullptr);
+}
+
+// The sample op on the logits still in backend memory, then the tokens and the wanted logits rows
+// copied back behind it, and one wait for all of it.
+absl::Status Model::forward_sample_tail(const ExecContext& ctx, std::span<const SamplingRow> rows,
+                                        std::span<const int32_t> host_rows, std::vector<int32_t>* tokens,
+                                        std::vector<float>* logits) {
   Impl& m = *impl_;
-  if (m.last_logit_rows < 0 || int64_t(rows.size()) != m.last_logit_rows) {
-    return absl::FailedPreconditionError(absl::StrCat("model.sample: ", rows.size(), " sampling rows but the last forward produced ",
-                                                      m.last_logit_rows < 0 ? 0 : m.last_logit_rows, " logit rows"));
+  const Backend& b = *m.backend;
+  SAMEBITS_RETURN_IF_ERROR(check_sample_rows(int64_t(rows.size()), m.last_logit_rows));
+  const size_t V = size_t(m.config.vocab_size);
+  for (int32_t r : host_rows) {
+    if (r < 0 || r >= m.last_logit_rows) {
+      return absl::InvalidArgumentError(absl::StrCat("model.forward_sample: host row ", r, " outside the ",
+                                                     m.last_logit_rows, " logit rows"));
+    }
   }
   tokens->resize(rows.size());
-  if (rows.empty()) return absl::OkStatus();
+  if (logits != nullptr) logits->resize(host_rows.size() * V);
+  // A step that samples nothing still ends with its wait: the next step reuses the staging
+  // buffers its async copies read, and device-side errors are reported at the step that made them.
+  if (rows.empty()) return b.synchronize(ctx);
   SampleArgs a;
   a.logits = m.scratch.logits.as<float>(), a.rows = int64_t(rows.size()), a.vocab = m.config.vocab_size;
   a.params = rows.data(), a.out = m.scratch.sampled.as<int32_t>();
   {
     OpScope scope(ctx, "sampling");
-    SAMEBITS_RETURN_IF_ERROR(m.backend->sample(ctx, a));
+    SAMEBITS_RETURN_IF_ERROR(b.sample(ctx, a));
   }
-  OpScope scope(ctx, "tokens copy");
-  return m.backend->download(tokens->data(), a.out, rows.size() * sizeof(int32_t));
+  // out_host: [tokens | logits rows], the logits 8-byte aligned.
+  const size_t token_bytes = align8(rows.size() * sizeof(int32_t));
+  SAMEBITS_RETURN_IF_ERROR(m.out_host.reserve(b, token_bytes + host_rows.size() * V * sizeof(float)));
+  float* host_logits = reinterpret_cast<float*>(m.out_host.as<uint8_t>() + token_bytes);
+  {
+    OpScope scope(ctx, "tokens copy");
+    SAMEBITS_RETURN_IF_ERROR(m.copy_back(ctx, m.out_host.as<void>(), a.out, rows.size() * sizeof(int32_t)));
+  }
+  if (!host_rows.empty()) {
+    OpScope scope(ctx, "logits copy (observed rows)");
+    for (size_t i = 0; i < host_rows.size(); ++i) {
+      // Consecutive rows travel in one copy.
+      const int32_t r = host_rows[i];
+      size_t n = 1;
+      while (i + n < host_rows.size() && host_rows[i + n] == r + int32_t(n)) ++n;
+      SAMEBITS_RETURN_IF_ERROR(m.copy_back(ctx, host_logits + i * V, m.scratch.logits.as<float>() + size_t(r) * V,
+                                           n * V * sizeof(float)));
+      i += n - 1;
+    }
+  }
+  {
+    OpScope scope(ctx, "step wait");
+    SAMEBITS_RETURN_IF_ERROR(b.synchronize(ctx));
+  }
+  std::memcpy(tokens->data(), m.out_host.as<void>(), rows.size() * sizeof(int32_t));
+  if (logits != nullptr && !host_rows.empty()) std::memcpy(logits->data(), host_logits, host_rows.size() * V * sizeof(float));
+  return absl::OkStatus();
 }
 
 absl::Status Model::forward_sample(const ExecContext& ctx, const ForwardBatch& batch, std::span<const SamplingRow> rows,
                                    std::span<const int32_t> host_rows, std::vector<int32_t>* tokens,
                                    std::vector<float>* logits) {
-  Impl& m = *impl_;
-  SAMEBITS_RETURN_IF_ERROR(m.enqueue_forward(ctx, batch));
-  SAMEBITS_RETURN_IF_ERROR(sample(ctx, rows, tokens));  // its token download waits for the step
-  const size_t V = size_t(m.config.vocab_size);
-  logits->resize(host_rows.size() * V);
-  if (host_rows.empty()) return absl::OkStatus();
-  OpScope scope(ctx, "logits copy (observed rows)");
-  for (size_t i = 0; i < host_rows.size(); ++i) {
-    const int32_t r = host_rows[i];
-    if (r < 0 || r >= m.last_logit_rows) {
-      return absl::InvalidArgumentError(absl::StrCat("model.forward_sample: host row ", r, " outside the ",
-                                                     m.last_logit_rows, " logit rows"));
-    }
-    // Consecutive rows travel in one copy.
-    size_t n = 1;
-    while (i + n < host_rows.size() && host_rows[i + n] == r + int32_t(n)) ++n;
-    SAMEBITS_RETURN_IF_ERROR(m.backend->download(logits->data() + i * V, m.scratch.logits.as<float>() + size_t(r) * V,
-                                                 n * V * sizeof(float)));
-    i += n - 1;
-  }
-  return absl::OkStatus();
+  SAMEBITS_RETURN_IF_ERROR(impl_->enqueue_forward(ctx, batch));
+  return forward_sample_tail(ctx, rows, host_rows, tokens, logits);
 }
+
+void Model::set_graphs(bool on) {
+  impl_->graphs_on = on;
+  if (!on) impl_->drop_graphs();
+}
+Model::GraphStats Model::graph_stats() const { return impl_->graph_stats; }
 
 void Model::set_op_observer(OpObserver observer) { impl_->observer = std::move(observer); }
 

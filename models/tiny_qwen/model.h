@@ -16,6 +16,7 @@
 namespace samebits {
 
 struct DeviceWeights;
+class SafetensorsSet;
 
 struct KvCacheShape {
   int num_blocks = 0;
@@ -38,6 +39,7 @@ struct ForwardBatch {
 // Where a model's set-up time went (host wall clock, seconds).
 struct SetupTimes {
   double weights_seconds = 0;   // allocate + upload (or generate on the device) every weight
+  uint64_t weights_bytes = 0;   // bytes read from a checkpoint into backend memory (0: none read)
   double kv_cache_seconds = 0;  // allocate the paged KV cache and the rope table
 };
 
@@ -51,6 +53,11 @@ class Model {
   // synthetic_weights_digest(config, seed), defined by the generator's identity.
   static absl::StatusOr<std::unique_ptr<Model>> create_synthetic(const Backend& backend, const ModelConfig& config,
                                                                  uint64_t seed, KvCacheShape kv);
+  // A mapped checkpoint's weights (models/tiny_qwen/checkpoint.h), uploaded from the mapping
+  // without a host copy; digest: mapped_weights_digest() of that checkpoint.
+  static absl::StatusOr<std::unique_ptr<Model>> create_mapped(const Backend& backend, const ModelConfig& config,
+                                                              const SafetensorsSet& tensors, uint64_t digest,
+                                                              KvCacheShape kv);
   ~Model();
 
   // logits: resized to logit_rows.size() * vocab_size, fp32, row-major.
@@ -69,6 +76,24 @@ class Model {
                               std::span<const int32_t> host_rows, std::vector<int32_t>* tokens,
                               std::vector<float>* logits);
 
+  // Decode steps (one query token per sequence, every row sampled) replayed from recorded graphs
+  // where the backend can record them (Backend::capture_begin) and no observer or op timer is
+  // set; on by default. A step's batch is recorded the second time its shape is seen and replayed
+  // from then on. Invariant mode pads the batch to a bucket size (kGraphBuckets: padded rows are
+  // rows of their own, and no row's bits depend on the others), so few graphs serve every batch;
+  // default mode records exact shapes only, since there padding would change every row's bits
+  // (the matmul algorithm follows M, the attention split count follows the batch).
+  void set_graphs(bool on);
+  struct GraphStats {
+    int64_t replays = 0;   // forward passes replayed from a graph
+    int64_t captures = 0;  // graphs recorded
+  };
+  GraphStats graph_stats() const;
+  // The padded size of a decode batch of `tokens` rows in invariant mode: powers of two up to 128,
+  // then multiples of 128; 0 beyond kMaxGraphTokens (such batches run without graphs).
+  static int64_t graph_bucket(int64_t tokens);
+  static constexpr int64_t kMaxGraphTokens = 4096;
+
   const ModelConfig& config() const;
   SetupTimes setup_times() const;
   const Backend& backend() const;
@@ -79,6 +104,9 @@ class Model {
   Model();
   static absl::StatusOr<std::unique_ptr<Model>> assemble(const Backend& backend, const ModelConfig& config,
                                                          KvCacheShape kv, DeviceWeights&& weights, uint64_t digest);
+  absl::Status forward_sample_tail(const ExecContext& ctx, std::span<const SamplingRow> rows,
+                                   std::span<const int32_t> host_rows, std::vector<int32_t>* tokens,
+                                   std::vector<float>* logits);
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

@@ -10,6 +10,7 @@
 #include "absl/strings/str_split.h"
 #include "models/tiny_qwen/bpe_tokenizer.h"
 #include "models/tiny_qwen/checkpoint.h"
+#include "models/tiny_qwen/safetensors.h"
 #include "models/tiny_qwen/tokenizer.h"
 
 namespace samebits {
@@ -33,13 +34,14 @@ absl::StatusOr<ModelSource> resolve_model(const std::string& spec) {
   ModelSource out;
   if (spec == kBuiltinModelSpec) {
     const std::string dir = builtin_checkpoint_dir();
-    auto ckpt = load_hf_checkpoint(dir);
+    auto ckpt = open_hf_checkpoint(dir);
     if (!ckpt.ok()) {
       return absl::Status(ckpt.status().code(), absl::StrCat("model 'builtin': ", ckpt.status().message()));
     }
+    out.weights_digest = mapped_weights_digest(*ckpt);
     out.config = std::move(ckpt->config);
     out.config.name = "tiny";
-    out.weights = std::move(ckpt->weights);
+    out.checkpoint = std::move(ckpt->tensors);
     out.description = "builtin: trained tiny Qwen3, byte-level (models/tiny_qwen/checkpoint)";
   } else if (absl::StartsWith(spec, "synthetic:")) {
     std::vector<std::string> parts = absl::StrSplit(spec, ':');
@@ -65,10 +67,11 @@ absl::StatusOr<ModelSource> resolve_model(const std::string& spec) {
       return absl::NotFoundError(absl::StrCat("model '", spec, "': not 'builtin', 'synthetic:<config>[:<seed>]' or ",
                                               "a checkpoint directory"));
     }
-    auto ckpt = load_hf_checkpoint(spec);
+    auto ckpt = open_hf_checkpoint(spec);
     if (!ckpt.ok()) return ckpt.status();
+    out.weights_digest = mapped_weights_digest(*ckpt);
     out.config = std::move(ckpt->config);
-    out.weights = std::move(ckpt->weights);
+    out.checkpoint = ckpt->tensors;
     out.description = absl::StrCat("checkpoint ", spec, " (", ckpt->architecture, ", ", ckpt->num_files,
                                    ckpt->num_files == 1 ? " file" : " files",
                                    ckpt->torch_dtype.empty() ? "" : ", " + ckpt->torch_dtype, ")");
@@ -86,12 +89,13 @@ absl::StatusOr<ModelSource> resolve_model(const std::string& spec) {
   }
   // Checkpoints without tokenizer.json (the built-in one, synthetic weights) read bytes after BOS 256.
   if (!out.tokenizer) out.tokenizer = std::make_shared<ByteTokenizer>();
-  out.weights_digest = out.synthetic ? synthetic_weights_digest(out.config, out.synthetic_seed) : out.weights.digest();
+  if (out.synthetic) out.weights_digest = synthetic_weights_digest(out.config, out.synthetic_seed);
   return out;
 }
 
 absl::StatusOr<std::unique_ptr<Model>> build_model(const ModelSource& source, const Backend& backend, KvCacheShape kv) {
   if (source.synthetic) return Model::create_synthetic(backend, source.config, source.synthetic_seed, kv);
+  if (source.checkpoint) return Model::create_mapped(backend, source.config, *source.checkpoint, source.weights_digest, kv);
   return Model::create(backend, source.config, source.weights, kv);
 }
 

@@ -20,13 +20,18 @@
 
 namespace samebits {
 
+class SafetensorsSet;
+
 inline constexpr char kBuiltinModelSpec[] = "builtin";
 // The Feynman question exactly as the builtin checkpoint was trained to see it (after BOS).
 inline constexpr char kTinyQwenFeynmanPrompt[] = "Tell me about Richard Feynman.\n";
 
 struct ModelSource {
   ModelConfig config;
-  HostWeights weights;          // empty for synthetic weights (generated where the model is built)
+  HostWeights weights;          // empty for synthetic weights and mapped checkpoints
+  // A checkpoint's tensors, mapped (open_hf_checkpoint): uploaded from the mapping when the model
+  // is built, never read into host memory as a whole.
+  std::shared_ptr<const SafetensorsSet> checkpoint;
   std::string description;      // one line for reports: "builtin tiny Qwen3 (models/tiny_qwen/checkpoint)"
   uint64_t weights_digest = 0;  // weights.digest(), or synthetic_weights_digest(config, seed)
   bool synthetic = false;       // synthetic_weights(config, synthetic_seed)

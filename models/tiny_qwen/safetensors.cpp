@@ -185,6 +185,8 @@ absl::StatusOr<std::unique_ptr<SafetensorsFile>> SafetensorsFile::open(const std
   if (map == MAP_FAILED) return absl::InternalError(absl::StrCat(path, ": mmap failed: ", std::strerror(errno)));
   f->map_ = static_cast<const uint8_t*>(map);
   f->map_size_ = size;
+  // Tensors are read front to back, once: let the kernel read ahead.
+  madvise(map, size, MADV_SEQUENTIAL);
 
   uint64_t header_len = 0;
   std::memcpy(&header_len, f->map_, 8);
@@ -224,35 +226,58 @@ absl::StatusOr<SafetensorsHeader> parse_safetensors_header(std::string_view text
   return out;
 }
 
-absl::StatusOr<HostTensor> SafetensorsFile::read_bf16(const std::string& name) const {
-  auto it = tensors_.find(name);
-  if (it == tensors_.end()) return absl::NotFoundError(absl::StrCat(path_, ": no tensor '", name, "'"));
-  const StTensorInfo& info = it->second;
-  const size_t n = (info.end - info.begin) / st_dtype_size(info.dtype);
-  HostTensor t;
-  t.shape = info.shape;
-  t.data.resize(n);
-  const uint8_t* src = data_ + info.begin;  // not necessarily aligned: copy through memcpy
-  switch (info.dtype) {
+namespace {
+
+// n values of `dtype` at src (not necessarily aligned: read through memcpy) as bf16.
+void convert_to_bf16(StDtype dtype, const uint8_t* src, size_t n, bf16* out) {
+  switch (dtype) {
     case StDtype::kBF16:
-      std::memcpy(t.data.data(), src, n * 2);
+      std::memcpy(out, src, n * 2);
       break;
     case StDtype::kF16:
       for (size_t i = 0; i < n; ++i) {
         uint16_t h;
         std::memcpy(&h, src + 2 * i, 2);
-        t.data[i] = to_bf16(f16_to_f32(h));
+        out[i] = to_bf16(f16_to_f32(h));
       }
       break;
     case StDtype::kF32:
       for (size_t i = 0; i < n; ++i) {
         float v;
         std::memcpy(&v, src + 4 * i, 4);
-        t.data[i] = to_bf16(v);
+        out[i] = to_bf16(v);
       }
       break;
   }
+}
+
+}  // namespace
+
+const StTensorInfo* SafetensorsFile::find(const std::string& name) const {
+  auto it = tensors_.find(name);
+  return it == tensors_.end() ? nullptr : &it->second;
+}
+
+absl::StatusOr<HostTensor> SafetensorsFile::read_bf16(const std::string& name) const {
+  const StTensorInfo* info = find(name);
+  if (info == nullptr) return absl::NotFoundError(absl::StrCat(path_, ": no tensor '", name, "'"));
+  HostTensor t;
+  t.shape = info->shape;
+  t.data.resize((info->end - info->begin) / st_dtype_size(info->dtype));
+  convert_to_bf16(info->dtype, data_ + info->begin, t.data.size(), t.data.data());
   return t;
+}
+
+absl::Status SafetensorsFile::read_bf16_range(const std::string& name, uint64_t begin, uint64_t n, bf16* out) const {
+  const StTensorInfo* info = find(name);
+  if (info == nullptr) return absl::NotFoundError(absl::StrCat(path_, ": no tensor '", name, "'"));
+  const uint64_t size = st_dtype_size(info->dtype), count = (info->end - info->begin) / size;
+  if (begin > count || n > count - begin) {
+    return absl::OutOfRangeError(absl::StrCat(path_, ": tensor '", name, "': values [", begin, ", ", begin + n,
+                                              ") outside its ", count));
+  }
+  convert_to_bf16(info->dtype, data_ + info->begin + begin * size, size_t(n), out);
+  return absl::OkStatus();
 }
 
 absl::StatusOr<SafetensorsSet> SafetensorsSet::open_dir(const std::string& dir) {

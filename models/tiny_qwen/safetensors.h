@@ -50,6 +50,16 @@ class SafetensorsFile {
   const std::map<std::string, std::string>& metadata() const { return metadata_; }
   // The tensor converted to bf16; NotFound naming file and tensor when absent.
   absl::StatusOr<HostTensor> read_bf16(const std::string& name) const;
+  // Values [begin, begin + n) of the tensor converted to bf16 into out (n values), straight from
+  // the mapping: no copy of the whole tensor in host memory.
+  absl::Status read_bf16_range(const std::string& name, uint64_t begin, uint64_t n, bf16* out) const;
+  // The tensor's bytes in the mapping (info.end - info.begin of them), for bf16 tensors that go
+  // to the device as they are; nullptr when absent.
+  const uint8_t* mapped_bytes(const std::string& name) const {
+    const StTensorInfo* info = find(name);
+    return info == nullptr ? nullptr : data_ + info->begin;
+  }
+  const StTensorInfo* find(const std::string& name) const;
 
  private:
   SafetensorsFile() = default;

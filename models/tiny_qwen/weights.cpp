@@ -88,6 +88,10 @@ void WeightsDigest::add_values(const bf16* values, size_t n) {
   XXH3_64bits_update(static_cast<XXH3_state_t*>(state_), values, n * sizeof(bf16));
 }
 
+void WeightsDigest::add_bytes(const void* bf16_bytes, size_t bytes) {
+  XXH3_64bits_update(static_cast<XXH3_state_t*>(state_), bf16_bytes, bytes);
+}
+
 uint64_t WeightsDigest::finish() const { return XXH3_64bits_digest(static_cast<const XXH3_state_t*>(state_)); }
 
 uint64_t HostWeights::digest() const {

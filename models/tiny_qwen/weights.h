@@ -37,6 +37,7 @@ class WeightsDigest {
   WeightsDigest& operator=(const WeightsDigest&) = delete;
   void begin_tensor(const std::string& name, const std::vector<int64_t>& shape);
   void add_values(const bf16* values, size_t n);
+  void add_bytes(const void* bf16_bytes, size_t bytes);  // bf16 values as stored (little-endian)
   uint64_t finish() const;
 
  private:

@@ -227,6 +227,9 @@ TEST(GpuAttention, RunToRunAndHostMirrorsDoNotMatter) {
 absl::Status general_kernel_only(const ExecContext& ctx, const AttentionArgs& a) {
   return cuda_attention_routed(ctx, a, AttentionRoute::kGeneralOnly);
 }
+absl::Status decode_kernel_always(const ExecContext& ctx, const AttentionArgs& a) {
+  return cuda_attention_routed(ctx, a, AttentionRoute::kDecodeKernel);
+}
 
 struct RouteCase {
   Mode mode;
@@ -285,16 +288,22 @@ TEST(GpuAttention, DecodeKernelEqualsGeneralKernelBitwise) {
       o.host_mirrors = false;  // launches sized from the shapes alone
       auto bounded = route_step(*gpu, shape, seqs, cached, o);
       o.host_mirrors = true;
+      o.attention = decode_kernel_always;  // kAuto may give small batches to the 64-row kernel
+      auto decode = route_step(*gpu, shape, seqs, cached, o);
       o.attention = general_kernel_only;
       auto general = route_step(*gpu, shape, seqs, cached, o);
       ASSERT_TRUE(automatic.ok()) << automatic.status();
       ASSERT_TRUE(bounded.ok()) << bounded.status();
       ASSERT_TRUE(general.ok()) << general.status();
+      ASSERT_TRUE(decode.ok()) << decode.status();
       ASSERT_TRUE(cpu.ok()) << cpu.status();
       for (size_t i = 0; i < seqs.size(); ++i) {
         const int64_t at = first_diff((*general)[i], (*automatic)[i]);
         EXPECT_EQ(at, -1) << "sequence " << i << " (length " << seqs[i].len << ", cached " << cached[i]
                           << "): first difference at element " << at;
+        const int64_t at_decode = first_diff((*general)[i], (*decode)[i]);
+        EXPECT_EQ(at_decode, -1) << "sequence " << i << " on the decode kernel: first difference at element "
+                                 << at_decode;
         const int64_t at_bounded = first_diff((*general)[i], (*bounded)[i]);
         EXPECT_EQ(at_bounded, -1) << "sequence " << i << " without host mirrors: first difference at element "
                                   << at_bounded;

@@ -1,7 +1,8 @@
 // The model on the GPU as the engine drives it: synthetic weights generated on the device are the
 // host generator's weights (same logits bit for bit as uploading synthetic_weights(), digest from
 // the generator's identity), forward_sample() gives the tokens and logits of forward() + sample()
-// while copying only the observed rows, and the event timer brackets every op.
+// while copying only the observed rows, the staged bulk upload places every byte, and the event
+// timer brackets every op.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -105,6 +106,35 @@ TEST(GpuModel, ForwardSampleCopiesOnlyTheObservedRows) {
     const std::vector<int32_t> bad = {4};
     EXPECT_FALSE((*model)->forward_sample(ctx, batch, rows, bad, &got, &some).ok());
   }
+}
+
+// The staged bulk upload (weights from a mapping): every byte in place, for sizes around its
+// 64 MiB chunks and an unaligned source; the inverse: a buffer never written differs.
+TEST(GpuModel, BulkUploadPlacesEveryByte) {
+  SAMEBITS_REQUIRE_GPU();
+  ASSERT_NE(gpu->upload_bulk, nullptr);
+  const size_t chunk = size_t(64) << 20;
+  std::vector<uint8_t> host(2 * chunk + 4099);
+  uint64_t x = 88172645463325252ull;
+  for (uint8_t& b : host) {
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    b = uint8_t(x >> 32);
+  }
+  for (const size_t bytes : {size_t(1), size_t(4097), chunk, chunk + 1, 2 * chunk + 4097}) {
+    SCOPED_TRACE(bytes);
+    void* dst = *gpu->alloc(bytes);
+    std::vector<uint8_t> back(bytes, 0);
+    SAMEBITS_ASSERT_OK(gpu->upload_bulk(dst, host.data() + 1, bytes));  // unaligned source
+    SAMEBITS_ASSERT_OK(gpu->download(back.data(), dst, bytes));
+    EXPECT_EQ(std::memcmp(back.data(), host.data() + 1, bytes), 0);
+    gpu->free(dst);
+  }
+  void* untouched = *gpu->alloc(4096);
+  std::vector<uint8_t> zeros(4096, 0), back(4096, 1);
+  SAMEBITS_ASSERT_OK(gpu->upload(untouched, zeros.data(), 4096));
+  SAMEBITS_ASSERT_OK(gpu->download(back.data(), untouched, 4096));
+  EXPECT_NE(std::memcmp(back.data(), host.data() + 1, 4096), 0);
+  gpu->free(untouched);
 }
 
 TEST(GpuModel, EventTimerBracketsEveryOp) {

@@ -65,6 +65,36 @@ TEST(FixedExpf, SpecialValues) {
   EXPECT_TRUE(std::isnan(fixed_expf(std::nanf(""))));
 }
 
+// The CUDA softmax uses the select form; it must give fixed_expf's bits for every input: here
+// every 251st bit pattern of all 2^32 (both signs, NaNs and infinities included) and every
+// pattern near the bounds where fixed_expf changes path (overflow, underflow, the two scalings).
+TEST(FixedExpf, SelectFormEqualsBranchForm) {
+  int64_t checked = 0, differ = 0;
+  uint32_t first_bad = 0;
+  auto check = [&](uint32_t b) {
+    const float x = float_of(b);
+    ++checked;
+    if (bits_of(fixed_expf_select(x)) != bits_of(fixed_expf(x)) && differ++ == 0) first_bad = b;
+  };
+  for (uint64_t b = 0; b <= 0xffffffffull; b += 251) check(uint32_t(b));
+  for (float edge : {88.72283935546875f, -103.972084045410156f, 88.0f, -87.33654f, -87.68f, 0.3465736f, -0.3465736f}) {
+    for (int64_t d = -4096; d <= 4096; ++d) check(uint32_t(int64_t(bits_of(edge)) + d));
+  }
+  for (float special : {0.f, -0.f, std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity(),
+                        std::nanf(""), -std::nanf("")}) {
+    check(bits_of(special));
+  }
+  EXPECT_EQ(differ, 0) << "of " << checked << "; first at bit pattern 0x" << std::hex << first_bad;
+  EXPECT_GT(checked, 17000000);
+  // Inverse: the same comparison sees a function that differs by a rounding (correctly rounded exp).
+  int64_t mutant_differs = 0;
+  for (uint64_t b = 0; b <= 0xffffffffull; b += 4099) {
+    const float x = float_of(uint32_t(b));
+    if (!std::isnan(x) && bits_of(float(std::exp(double(x)))) != bits_of(fixed_expf_select(x))) ++mutant_differs;
+  }
+  EXPECT_GT(mutant_differs, 0);
+}
+
 TEST(FixedDoubleMath, ExpLogSinCosMatchGlibcToE15) {
   double worst_exp = 0, worst_log = 0, worst_sin = 0, worst_cos = 0;
   for (int i = 0; i <= 200000; ++i) {

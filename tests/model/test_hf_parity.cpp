@@ -110,7 +110,7 @@ class HfParity : public ::testing::Test {
     delete source_;
   }
   std::unique_ptr<Model> make_model() {
-    auto m = Model::create(cpu_backend(), source_->config, source_->weights, {kNumBlocks, kBlockSize});
+    auto m = build_model(*source_, cpu_backend(), {kNumBlocks, kBlockSize});
     EXPECT_TRUE(m.ok()) << m.status();
     return m.ok() ? *std::move(m) : nullptr;
   }

@@ -246,8 +246,77 @@ TEST(ModelSource, ResolvesACheckpointDirectory) {
   auto src = resolve_model(dir.path());
   ASSERT_TRUE(src.ok()) << src.status();
   EXPECT_EQ(src->config.num_layers, 2);
-  EXPECT_EQ(src->weights_digest, src->weights.digest());
+  // Mapped, not read: the digest streamed from the mapping is the one of the weights read whole.
+  ASSERT_NE(src->checkpoint, nullptr);
+  EXPECT_TRUE(src->weights.tensors.empty());
+  auto loaded = load_hf_checkpoint(dir.path());
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  EXPECT_EQ(src->weights_digest, loaded->weights.digest());
   EXPECT_NE(src->description.find("Qwen3ForCausalLM, 2 files"), std::string::npos) << src->description;
+}
+
+// A model built from the mapping equals the model built from the weights read whole, bit for bit,
+// for every stored dtype (bf16 uploaded as stored, f16/f32 converted chunk by chunk); the inverse:
+// one changed value changes both the digest and the logits.
+TEST(ModelSource, MappedCheckpointBuildsTheSameModelAsHostWeights) {
+  const ModelConfig config = testing::small_qwen3_config();
+  ForwardBatch batch;
+  batch.tokens = {1, 5, 9, 2};
+  batch.positions = {0, 1, 2, 3};
+  batch.slot_mapping = {0, 1, 2, 3};
+  batch.query_start = {0, 4};
+  batch.context_lens = {4};
+  batch.block_tables = {0};
+  batch.max_blocks_per_seq = 1;
+  batch.logit_rows = {3};
+  for (const char* dtype : {"BF16", "F16", "F32"}) {
+    SCOPED_TRACE(dtype);
+    TempDir dir;
+    auto entries = testing::checkpoint_entries(config, dtype);
+    testing::write_checkpoint(dir.path(), testing::hf_config_json(config), entries);
+    auto src = resolve_model(dir.path());
+    ASSERT_TRUE(src.ok()) << src.status();
+    auto loaded = load_hf_checkpoint(dir.path());
+    ASSERT_TRUE(loaded.ok()) << loaded.status();
+    auto mapped = build_model(*src, cpu_backend(), {4, 16});
+    ASSERT_TRUE(mapped.ok()) << mapped.status();
+    auto whole = Model::create(cpu_backend(), loaded->config, loaded->weights, {4, 16});
+    ASSERT_TRUE(whole.ok()) << whole.status();
+    EXPECT_EQ((*mapped)->weights_digest(), loaded->weights.digest());
+    EXPECT_EQ((*mapped)->setup_times().weights_bytes, 2 * [&] {
+      uint64_t n = 0;
+      for (const auto& [name, shape] : expected_tensor_shapes(config)) {
+        uint64_t e = 1;
+        for (int64_t d : shape) e *= uint64_t(d);
+        n += e;
+      }
+      return n;
+    }());
+    std::vector<float> a, b;
+    ExecContext ctx;
+    ASSERT_TRUE((*mapped)->forward(ctx, batch, &a).ok());
+    ASSERT_TRUE((*whole)->forward(ctx, batch, &b).ok());
+    ASSERT_EQ(a.size(), b.size());
+    EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)), 0);
+
+    // Inverse: another value in one tensor.
+    TempDir other;
+    entries = testing::checkpoint_entries(config, dtype);
+    for (auto& e : entries) {
+      // The first value's top byte (sign and exponent, or f16's high mantissa bits): kept by bf16.
+      const size_t top = std::string(dtype) == "F32" ? 3 : 1;
+      if (e.name == "model.layers.0.mlp.down_proj.weight") e.bytes[top] = char(e.bytes[top] ^ 0x01);
+    }
+    testing::write_checkpoint(other.path(), testing::hf_config_json(config), entries);
+    auto changed = resolve_model(other.path());
+    ASSERT_TRUE(changed.ok()) << changed.status();
+    EXPECT_NE(changed->weights_digest, src->weights_digest);
+    auto changed_model = build_model(*changed, cpu_backend(), {4, 16});
+    ASSERT_TRUE(changed_model.ok()) << changed_model.status();
+    std::vector<float> c;
+    ASSERT_TRUE((*changed_model)->forward(ctx, batch, &c).ok());
+    EXPECT_NE(std::memcmp(a.data(), c.data(), a.size() * sizeof(float)), 0);
+  }
 }
 
 // The shipped checkpoint: loads, has exactly the builtin "tiny" shape, and is bf16.
@@ -272,8 +341,15 @@ TEST(ModelSource, BuiltinCheckpointIsTheTinyShape) {
   EXPECT_EQ(c.max_position_embeddings, tiny->max_position_embeddings);
   EXPECT_EQ(c.bos_token_id, tiny->bos_token_id);
   EXPECT_EQ(c.eos_token_id, tiny->eos_token_id);
-  EXPECT_EQ(src->weights.tensors.size(), expected_tensor_shapes(*tiny).size());
-  EXPECT_EQ(src->weights_digest, src->weights.digest());
+  ASSERT_NE(src->checkpoint, nullptr);
+  for (const auto& [name, shape] : expected_tensor_shapes(*tiny)) {
+    const StTensorInfo* info = src->checkpoint->info(name);
+    ASSERT_NE(info, nullptr) << name;
+    EXPECT_EQ(info->shape, shape) << name;
+  }
+  auto loaded = load_hf_checkpoint(builtin_checkpoint_dir());
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  EXPECT_EQ(src->weights_digest, loaded->weights.digest());
   // Trained, not seeded: differs from the synthetic weights of the same shape.
   EXPECT_NE(src->weights_digest, synthetic_weights(*tiny, 0).digest());
   std::printf("  builtin: %s, weights digest %016llx\n", src->description.c_str(),

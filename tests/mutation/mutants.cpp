@@ -183,6 +183,20 @@ absl::Status mutant_attention(const ExecContext& ctx, const AttentionArgs& a) {
   }
   const int32_t* qs = a.host_query_start;
   const int32_t* lens = a.host_context_lens;
+  std::vector<int32_t> qs_read, lens_read;
+  if ((qs == nullptr || lens == nullptr) && a.num_seqs > 0 && a.query_start != nullptr && a.context_lens != nullptr) {
+    // The model passes no host mirrors (the work list is built on the device): the planted
+    // source reads the batch back, a wait a test backend can afford (it also keeps such steps out
+    // of recorded graphs: the read cannot be recorded, so they run op by op).
+    qs_read.resize(size_t(a.num_seqs) + 1);
+    lens_read.resize(size_t(a.num_seqs));
+    if (absl::Status s = b.download(qs_read.data(), a.query_start, qs_read.size() * sizeof(int32_t)); !s.ok()) return s;
+    if (absl::Status s = b.download(lens_read.data(), a.context_lens, lens_read.size() * sizeof(int32_t)); !s.ok()) {
+      return s;
+    }
+    qs = qs_read.data();
+    lens = lens_read.data();
+  }
   if (qs == nullptr || lens == nullptr || a.num_seqs == 0) return b.attention(ctx, a);
   int64_t max_q = 0, max_context = 0;
   for (int s = 0; s < a.num_seqs; ++s) {

@@ -1,0 +1,204 @@
+// Decode steps replayed from recorded CUDA graphs (label gpu). Invariant mode pads a decode batch
+// up to its bucket (Model::graph_bucket); the padding argument is that no row's bits depend on
+// the other rows, padded ones included. Tested at the bucket edges (n = bucket, bucket + 1):
+//   - every row's logits with graphs (first call eager, second recorded, later ones replayed)
+//     equal the same batch without graphs, bit for bit, in both modes (default mode records exact
+//     shapes only);
+//   - in invariant mode a request's logits inside any padded batch equal its logits alone;
+//   - the inverse that justifies default mode's exact shapes: padding a batch by hand changes
+//     some row's default-mode bits (the attention split count and matmul algorithm follow the
+//     batch), never an invariant-mode row's;
+//   - the engine: the same workload with and without graphs gives the same tokens and logits.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <map>
+
+#include "tests/gpu/gpu_test_support.h"
+#if defined(SAMEBITS_GPU_TESTS_HAVE_MODEL)
+#include "harness/engine/engine.h"
+#include "models/tiny_qwen/model.h"
+#include "models/tiny_qwen/weights.h"
+#include "tests/engine/engine_fixture.h"
+#endif
+
+namespace samebits::testing {
+namespace {
+
+#if defined(SAMEBITS_GPU_TESTS_HAVE_MODEL)
+constexpr int kBlockSize = 16;
+constexpr int kBlocksPerSeq = 7;  // contexts of up to 100 keys
+
+struct EdgeCase {
+  int seqs;
+  Mode mode;
+};
+std::ostream& operator<<(std::ostream& os, const EdgeCase& c) {
+  return os << c.seqs << " sequences, " << mode_name(c.mode) << " (bucket " << Model::graph_bucket(c.seqs) << ")";
+}
+
+int context_of(int s) { return 20 + (s * 37) % 80; }
+
+// Sequence s owns blocks [s * kBlocksPerSeq, (s + 1) * kBlocksPerSeq). prefill: every sequence's
+// context but its last token; decode: that last token, one row each, all sampled.
+ForwardBatch make_batch(int seqs, bool decode, int vocab) {
+  ForwardBatch b;
+  b.max_blocks_per_seq = kBlocksPerSeq;
+  b.query_start.push_back(0);
+  for (int s = 0; s < seqs; ++s) {
+    const int len = context_of(s);
+    const int first = decode ? len - 1 : 0, last = decode ? len : len - 1;
+    for (int p = first; p < last; ++p) {
+      b.tokens.push_back(int32_t((s * 31 + p * 7 + 3) % vocab));
+      b.positions.push_back(p);
+      b.slot_mapping.push_back(int64_t(s * kBlocksPerSeq + p / kBlockSize) * kBlockSize + p % kBlockSize);
+    }
+    b.query_start.push_back(int32_t(b.tokens.size()));
+    b.context_lens.push_back(last);
+    for (int j = 0; j < kBlocksPerSeq; ++j) b.block_tables.push_back(s * kBlocksPerSeq + j);
+    if (decode) b.logit_rows.push_back(int32_t(b.tokens.size()) - 1);
+  }
+  if (!decode) b.logit_rows.push_back(int32_t(b.tokens.size()) - 1);
+  return b;
+}
+
+// The decode batch with `extra` sequences of one token appended (context 1, written nowhere).
+ForwardBatch padded_by_hand(ForwardBatch b, int extra) {
+  for (int i = 0; i < extra; ++i) {
+    b.tokens.push_back(0);
+    b.positions.push_back(0);
+    b.slot_mapping.push_back(-1);
+    b.context_lens.push_back(1);
+    b.query_start.push_back(int32_t(b.tokens.size()));
+    for (int j = 0; j < b.max_blocks_per_seq; ++j) b.block_tables.push_back(0);
+    b.logit_rows.push_back(int32_t(b.tokens.size()) - 1);
+  }
+  return b;
+}
+
+bool same_bits(const std::vector<float>& a, const std::vector<float>& b, size_t floats) {
+  return a.size() >= floats && b.size() >= floats && std::memcmp(a.data(), b.data(), floats * sizeof(float)) == 0;
+}
+
+TEST(GpuGraphs, DecodeStepsReplayedFromGraphsKeepEveryRowsBitsAtBucketEdges) {
+  SAMEBITS_REQUIRE_GPU();
+  const ModelConfig config = *builtin_config("tiny");
+  const size_t V = size_t(config.vocab_size);
+  constexpr int kMaxSeqs = 257;
+  auto model = Model::create_synthetic(*gpu, config, 7, {kMaxSeqs * kBlocksPerSeq, kBlockSize});
+  ASSERT_TRUE(model.ok()) << model.status();
+  Model& m = **model;
+  std::map<Mode, bool> default_padding_differs;
+  for (const int n : {1, 2, 3, 8, 9, 16, 17, 128, 129, 256, 257}) {
+    for (const Mode mode : {Mode::kInvariant, Mode::kDefault}) {
+      const EdgeCase c{n, mode};
+      SCOPED_TRACE(::testing::PrintToString(c));
+      ExecContext ctx;
+      ctx.mode = mode;
+      m.set_graphs(false);
+      std::vector<float> ignored, eager, alone;
+      SAMEBITS_ASSERT_OK(m.forward(ctx, make_batch(n, false, config.vocab_size), &ignored));
+      const ForwardBatch decode = make_batch(n, true, config.vocab_size);
+      SAMEBITS_ASSERT_OK(m.forward(ctx, decode, &eager));
+      ASSERT_EQ(eager.size(), size_t(n) * V);
+      // Padding by hand to the bucket, without graphs.
+      const int extra = int(Model::graph_bucket(n)) - n + 1;
+      std::vector<float> padded;
+      SAMEBITS_ASSERT_OK(m.forward(ctx, padded_by_hand(decode, extra), &padded));
+      const bool padding_changed = !same_bits(eager, padded, size_t(n) * V);
+      if (mode == Mode::kInvariant) {
+        EXPECT_FALSE(padding_changed) << "padding changed an invariant-mode row";
+      } else if (padding_changed) {
+        default_padding_differs[mode] = true;
+      }
+      // Sequence 0 alone.
+      SAMEBITS_ASSERT_OK(m.forward(ctx, make_batch(1, true, config.vocab_size), &alone));
+      if (mode == Mode::kInvariant) EXPECT_TRUE(same_bits(eager, alone, V)) << "row 0 differs from row 0 alone";
+
+      m.set_graphs(true);
+      const Model::GraphStats before = m.graph_stats();
+      for (int call = 0; call < 3; ++call) {
+        std::vector<float> with_graphs;
+        SAMEBITS_ASSERT_OK(m.forward(ctx, decode, &with_graphs));
+        ASSERT_EQ(with_graphs.size(), eager.size());
+        EXPECT_TRUE(same_bits(with_graphs, eager, eager.size())) << "call " << call << " differs from the eager run";
+      }
+      const Model::GraphStats after = m.graph_stats();
+      // The first call of a new shape runs eagerly; a bucket seen before is replayed at once.
+      EXPECT_LE(after.captures - before.captures, 1);
+      EXPECT_GE(after.replays - before.replays, 2);
+    }
+  }
+  EXPECT_TRUE(default_padding_differs[Mode::kDefault])
+      << "padding never changed a default-mode row: the reason default mode records exact shapes is untested";
+}
+
+TEST(GpuGraphs, PrefillAndMixedStepsRunWithoutGraphs) {
+  SAMEBITS_REQUIRE_GPU();
+  const ModelConfig config = *builtin_config("tiny");
+  auto model = Model::create_synthetic(*gpu, config, 7, {8 * kBlocksPerSeq, kBlockSize});
+  ASSERT_TRUE(model.ok()) << model.status();
+  ExecContext ctx;
+  std::vector<float> logits;
+  for (int call = 0; call < 3; ++call) SAMEBITS_ASSERT_OK((*model)->forward(ctx, make_batch(5, false, config.vocab_size), &logits));
+  EXPECT_EQ((*model)->graph_stats().replays, 0);
+  EXPECT_EQ((*model)->graph_stats().captures, 0);
+}
+
+// Requests arriving in groups, so that pure decode steps of 1..35 sequences cross bucket edges.
+std::vector<Arrival> grouped_arrivals(int vocab) {
+  std::vector<Arrival> arrivals;
+  const int groups[][2] = {{0, 3}, {9, 6}, {20, 8}, {31, 18}};
+  uint64_t id = 1;
+  for (const auto& [step, count] : groups) {
+    for (int i = 0; i < count; ++i, ++id) {
+      Arrival a;
+      a.step = step;
+      a.spec.id = id;
+      a.spec.prompt = random_prompt(id, 5 + int(id * 13 % 40), vocab);
+      a.spec.max_new_tokens = 12 + int(id * 7 % 30);
+      a.spec.stop_at_eos = false;
+      a.spec.observe = true;
+      arrivals.push_back(std::move(a));
+    }
+  }
+  return arrivals;
+}
+
+TEST(GpuGraphs, EngineGivesTheSameBitsWithAndWithoutGraphs) {
+  SAMEBITS_REQUIRE_GPU();
+  const ModelConfig config = engine_test_config("tiny");
+  auto model = make_model(config, 512, 16, 1, gpu);
+  ASSERT_NE(model, nullptr);
+  const std::vector<Arrival> arrivals = grouped_arrivals(config.vocab_size);
+  for (const Mode mode : {Mode::kInvariant, Mode::kDefault}) {
+    SCOPED_TRACE(mode_name(mode));
+    EngineConfig ec;
+    ec.block_size = 16;
+    ec.num_blocks = 512;
+    ec.max_tokens_per_step = 64;
+    ec.max_seqs = 64;
+    ec.exec.mode = mode;
+    ec.graphs = false;
+    const RunOutcome eager = run_workload(*model, ec, arrivals);
+    ASSERT_EQ(eager.error, "");
+    ec.graphs = true;
+    const RunOutcome graphs = run_workload(*model, ec, arrivals);
+    ASSERT_EQ(graphs.error, "");
+    EXPECT_EQ(eager.stats.graph_replays, 0);
+    EXPECT_GT(graphs.stats.graph_replays, 10) << "too few decode steps replayed to test anything";
+    std::printf("[%s] %lld of %lld steps replayed from %lld graphs\n", mode_str(mode).c_str(),
+                static_cast<long long>(graphs.stats.graph_replays), static_cast<long long>(graphs.stats.steps),
+                static_cast<long long>(graphs.stats.graph_captures));
+    ASSERT_EQ(eager.observed.size(), arrivals.size());
+    for (const auto& [id, obs] : eager.observed) {
+      auto it = graphs.observed.find(id);
+      ASSERT_NE(it, graphs.observed.end()) << "request " << id;
+      EXPECT_EQ(count_differences(obs, it->second), 0) << "request " << id;
+    }
+  }
+}
+#endif
+
+}  // namespace
+}  // namespace samebits::testing
