@@ -6,7 +6,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
+#include <iterator>
 
 namespace samebits::testing {
 
@@ -18,14 +18,10 @@ std::string temp_path(const std::string& name) {
   return p.string();
 }
 
-namespace {
-std::string slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
+std::string read_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
 }
-}  // namespace
 
 Outcome run_samebits(const std::string& args) {
   const std::string out = temp_path("stdout"), err = temp_path("stderr");
@@ -34,8 +30,8 @@ Outcome run_samebits(const std::string& args) {
   const int status = std::system(cmd.c_str());
   Outcome o;
   o.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  o.out = slurp(out);
-  o.err = slurp(err);
+  o.out = read_text(out);
+  o.err = read_text(err);
   std::filesystem::remove(out);
   std::filesystem::remove(err);
   return o;

@@ -12,5 +12,6 @@ struct Outcome {
 // source tree, so relative scenario paths work.
 Outcome run_samebits(const std::string& args);
 std::string temp_path(const std::string& name);  // a fresh path under the temp folder
+std::string read_text(const std::string& path);  // the file's bytes; "" when it cannot be read
 
 }  // namespace samebits::testing

@@ -15,6 +15,7 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 using testing::run_samebits;
+using testing::read_text;
 using testing::temp_path;
 
 const std::string kQuick = "scenarios/smoke.yaml --samples 2 --mode invariant --threads 1 --no-progress";
@@ -23,11 +24,6 @@ void expect_one_line_error(const testing::Outcome& o, const std::string& expect)
   EXPECT_EQ(o.code, 2) << o.out << o.err;
   EXPECT_NE(o.err.find(expect), std::string::npos) << o.err;
   EXPECT_EQ(std::count(o.err.begin(), o.err.end(), '\n'), 1) << o.err;
-}
-
-std::string read_text(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
 // One recorded trace shared by the mutation cases.

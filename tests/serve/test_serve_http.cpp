@@ -217,8 +217,7 @@ TEST_F(ServeInvariant, DisconnectMidStreamCancelsAndFreesTheKvBlocks) {
 
 // serve_ci.yaml with `from` replaced by `to` (the text must hold `from`), written to a temp file.
 std::string serve_ci_variant(const std::string& name, const std::string& from, const std::string& to) {
-  std::ifstream in(std::string(SAMEBITS_SOURCE_DIR) + "/scenarios/serve_ci.yaml");
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::string text = read_text(std::string(SAMEBITS_SOURCE_DIR) + "/scenarios/serve_ci.yaml");
   const size_t at = text.find(from);
   EXPECT_NE(at, std::string::npos) << "scenarios/serve_ci.yaml no longer holds '" << from << "'";
   if (at != std::string::npos) text.replace(at, from.size(), to);
@@ -252,7 +251,9 @@ TEST(ServeDefault, FeynmanThroughHttpSeesDivergence) {
   streams.insert(solo_digest);
   EXPECT_GT(streams.size(), 1u) << "real concurrency mixes the batches; default mode must show it (run: "
                                 << m["unique_logit_streams"] << " streams, alone: " << solo_digest << ")";
-  if (m["unique_logit_streams"].get<int>() > 1) EXPECT_GE(m["first_logit_divergence"].get<int>(), 0);
+  if (m["unique_logit_streams"].get<int>() > 1) {
+    EXPECT_GE(m["first_logit_divergence"].get<int>(), 0);
+  }
   for (const std::string& p : {dense, alone, json_path, alone_path}) std::filesystem::remove(p);
   EXPECT_EQ(server.stop(), 0);
 }
