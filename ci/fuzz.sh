@@ -31,11 +31,10 @@ case "$MODE" in
   nightly) RUNS="${2:-10000000}"; JOBS="${FUZZ_JOBS:-32}" ;;
   *) echo "usage: ci/fuzz.sh ci [SECONDS] | nightly [RUNS]" >&2; exit 2 ;;
 esac
-# Cheapest first (by executions per CPU second; the last three parse, check and write back whole
-# documents of a few KB per execution). The HTTP request parser of `samebits serve` once it exists.
-TARGETS=(fuzz_hf_config)
-[[ -f harness/serve/openai_request.h ]] && TARGETS+=(fuzz_http_request)
-TARGETS+=(fuzz_safetensors_header fuzz_scenario fuzz_golden fuzz_trace fuzz_results)
+# Cheapest first (by executions per CPU second, measured; the last ones parse, check and write
+# back whole documents per execution).
+TARGETS=(fuzz_hf_config fuzz_http_request fuzz_client_response fuzz_safetensors_header fuzz_tokenizer fuzz_scenario
+  fuzz_golden fuzz_trace fuzz_results)
 if [[ -n "${FUZZ_TARGETS:-}" ]]; then
   for t in $FUZZ_TARGETS; do
     [[ " ${TARGETS[*]} " == *" $t "* ]] || { echo "fuzz: unknown target $t (targets: ${TARGETS[*]})" >&2; exit 2; }
