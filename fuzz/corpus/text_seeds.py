@@ -2,11 +2,11 @@
 """Writes the seeds of fuzz_tokenizer and fuzz_client_response (run from anywhere; python3 only).
 
 fuzz_tokenizer: small tokenizer files cut from the fixture checkpoint's
-(models/tiny_qwen/fixtures/bpe_checkpoint): the 256 byte tokens, the first merges that stay within
-them, the added tokens and the full pipeline (NFC, the Qwen split pattern, ByteLevel), each input
-being tokenizer.json [NUL tokenizer_config.json [NUL chat_template.jinja]] as the target reads it.
-Small files keep each execution short; the fixture's own 127 KB tokenizer.json would spend the
-fuzzer's time parsing one vocabulary.
+(models/tiny_qwen/fixtures/bpe_checkpoint): the 256 byte tokens, the first 12 merges that stay
+within them, the added tokens and the full pipeline (NFC, the Qwen split pattern, ByteLevel), each
+input being tokenizer.json [NUL tokenizer_config.json [NUL chat_template.jinja]] as the target
+reads it (fuzz/tokenizer_input.h). Small files keep each execution short (ci/fuzz.sh's -max_len);
+the fixture's own 127 KB tokenizer.json would spend the fuzzer's time parsing one vocabulary.
 fuzz_client_response: the vLLM and SGLang response fixtures of tests/serve/fixtures and samebits
 serve's own shapes, each behind the byte that selects body, stream or model list."""
 import json
@@ -22,7 +22,6 @@ def compact(value):
 
 
 tok = json.loads((fixtures / "tokenizer.json").read_text())
-config = json.loads((fixtures / "tokenizer_config.json").read_text())
 vocab_full = tok["model"]["vocab"]
 byte_tokens = sorted(vocab_full, key=vocab_full.get)[:256]
 vocab = {t: i for i, t in enumerate(byte_tokens)}
@@ -31,33 +30,36 @@ for left, right in tok["model"]["merges"]:
     if left in vocab and right in vocab:
         vocab[left + right] = len(vocab)
         merges.append([left, right])
-    if len(merges) == 24:
+    if len(merges) == 12:
         break
-added = [dict(a, id=len(vocab) + k) for k, a in enumerate(tok["added_tokens"])]
+# The added tokens the Qwen templates use, with only the fields that differ from the defaults.
+kept = ("<|endoftext|>", "<|im_start|>", "<|im_end|>", "<think>", "</think>")
+added = [{"id": len(vocab) + k, "content": a["content"], "special": a["special"]}
+         for k, a in enumerate(a for a in tok["added_tokens"] if a["content"] in kept)]
 small = dict(tok, added_tokens=added, model=dict(tok["model"], vocab=vocab, merges=merges))
 for key in ("version", "truncation", "padding"):
     small.pop(key, None)
-template = config["chat_template"]
 
 seeds = {
-    # The fixture's pipeline; tokenizer_config.json with the Qwen3 chat template (rendered).
-    "qwen3_template": compact(small) + b"\0" + compact({"add_bos_token": False, "chat_template": template}),
+    # The fixture's pipeline (NFC, the Qwen split pattern, ByteLevel); a template the reader does
+    # not recognise (a recognised one is matched by its digest, which a mutation breaks).
+    "qwen_pipeline": compact(small) + b"\0" + compact({"add_bos_token": False, "chat_template": "{{ x }}"}),
     # Merges as "a b" strings; GPT-2's ByteLevel pre-tokenizer alone; a BOS token added; stripping
-    # added tokens; a template the reader does not recognise.
+    # added tokens.
     "byte_level_bos": compact(dict(small, normalizer=None, pre_tokenizer={"type": "ByteLevel", "use_regex": True},
                                    added_tokens=[dict(a, lstrip=True, rstrip=True) if a["content"] == "<think>" else a
                                                  for a in added],
                                    model=dict(small["model"], merges=[" ".join(m) for m in merges])))
     + b"\0" + compact({"add_bos_token": True, "bos_token": {"content": "<|endoftext|>"},
-                      "clean_up_tokenization_spaces": True, "chat_template": "{{ messages }}"}),
+                       "clean_up_tokenization_spaces": True}),
     # No tokenizer_config.json; a Sequence normalizer; a String split.
     "string_split": compact(dict(small, normalizer={"type": "Sequence", "normalizers": [{"type": "NFC"}]},
                                  pre_tokenizer={"type": "Sequence", "pretokenizers": [
                                      {"type": "Split", "pattern": {"String": " "}, "behavior": "Isolated"},
                                      {"type": "ByteLevel", "use_regex": False}]})),
-    # chat_template.jinja beside tokenizer_config.json (named templates in the config).
+    # chat_template.jinja beside tokenizer_config.json (named templates in the config); ignore_merges.
     "jinja_file": compact(dict(small, model=dict(small["model"], ignore_merges=True))) + b"\0"
-    + compact({"chat_template": [{"name": "default", "template": "{{ x }}"}]}) + b"\0" + template.encode(),
+    + compact({"chat_template": [{"name": "default", "template": "{{ x }}"}]}) + b"\0" + b"{{ messages }}",
 }
 for name, data in seeds.items():
     (out / "fuzz_tokenizer" / name).write_bytes(data)
