@@ -3,7 +3,10 @@
 # the project, used by the README's two commands and by .ci/run. Installs only what is missing,
 # says what it installs, and uses sudo only when not run as root. CUDA (nvcc) is optional and not
 # installed here: the CUDA backend is built where nvcc is found (see README).
-# Exit status: 0 when every package is present afterwards; 1 when they cannot be installed.
+# usage: ci/setup.sh [main]   main: only what the README's main command builds (the samebits
+#                             command); without it, everything (tests, benchmarks, fuzzing too).
+# Exit status: 0 when every package is present afterwards; 1 when they cannot be installed; 2 for
+# an unknown argument.
 set -euo pipefail
 
 packages=(
@@ -11,11 +14,19 @@ packages=(
   build-essential cmake ninja-build pkg-config
   # libraries (find_package / pkg-config)
   libabsl-dev libxxhash-dev libyaml-cpp-dev nlohmann-json3-dev libcli11-dev libpcre2-dev libicu-dev libcpp-httplib-dev
-  # tests and benchmarks (chromium and libpng: the HTML report rendered and its screenshot read)
-  libgtest-dev libgmock-dev libbenchmark-dev chromium libpng-dev
-  # fuzzing (ci/fuzz.sh, run by .ci/run): clang with libFuzzer, its sanitizer runtimes, OpenMP
-  clang-14 libfuzzer-14-dev libclang-rt-14-dev libomp-14-dev
 )
+case "${1:-all}" in
+  main) ;;
+  all)
+    packages+=(
+      # tests and benchmarks (chromium and libpng: the HTML report rendered and its screenshot read)
+      libgtest-dev libgmock-dev libbenchmark-dev chromium libpng-dev
+      # fuzzing (ci/fuzz.sh, run by .ci/run): clang with libFuzzer, its sanitizer runtimes, OpenMP
+      clang-14 libfuzzer-14-dev libclang-rt-14-dev libomp-14-dev
+    )
+    ;;
+  *) echo "setup: unknown argument '$1' (usage: ci/setup.sh [main])" >&2; exit 2 ;;
+esac
 
 missing=()
 for p in "${packages[@]}"; do
