@@ -1,6 +1,6 @@
-// Invariant linear on Hopper for large M: 128 x BN tiles (BN = 256, 192 or 128) computed by pairs of
-// CTAs (2-CTA thread-block clusters) that share one operand through TMA multicast (compiled for
-// sm_90a only). Same contract as linear.cu: every output element is ONE chain of k16 steps
+// Invariant linear on Hopper above M = 64: 128 x BN tiles (BN = 256, 192, 128 or 64) computed by
+// pairs of CTAs (2-CTA thread-block clusters) that share one operand through TMA multicast, or by
+// single CTAs (compiled for sm_90a only). Same contract as linear.cu: every output element is ONE chain of k16 steps
 // (wgmma m64nBNk16, bf16 in, fp32 accumulate) in increasing k from +0, K zero-padded to a multiple
 // of 64 by the copy engine, then + bias and one rounding. No split-K, no stream-K: a tile's whole K
 // runs in order on one warpgroup's accumulators, so neither the tile shape, the cluster shape, the
