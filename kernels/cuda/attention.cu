@@ -101,8 +101,11 @@ Extents bound_extents(const AttentionArgs& a, AttentionRoute route) {
     e.items = std::min<int64_t>(rows, rows / cuda::kAttnRows + a.num_seqs);
     return e;
   }
-  // Tiles of the 64-row kernel hold at least 17 rows each.
-  e.items = std::min<int64_t>(rows / (cuda::kDecodeRows + 1), rows / cuda::kAttnRows + a.num_seqs);
+  // Tiles of the 64-row kernel hold at least 17 rows each; none when every sequence's rows fit one
+  // decode tile (a batch of decodes: no list, no 64-row launch).
+  e.items = group * max_q <= cuda::kDecodeRows
+                ? 0
+                : std::min<int64_t>(rows / (cuda::kDecodeRows + 1), rows / cuda::kAttnRows + a.num_seqs);
   int64_t segments = 0;
   if (a.plan.kind == AttentionPlan::Kind::kFixedSplitSize) {
     segments = (max_context + a.plan.split_size - 1) / a.plan.split_size;
@@ -129,13 +132,39 @@ absl::Status raise_smem_limit(Kernel kernel, int bytes, bool* done) {
   return absl::OkStatus();
 }
 
+// The decode kernel with kWarps warps per block: kv heads blockIdx.y * kWarps .. + kWarps - 1 of
+// one sequence, each warp on its own (the same work: one sequence's heads have the same keys).
+template <int HD, int kHalves, int kWarps>
+absl::Status launch_decode(const AttnParams& params, const Extents& e, cudaStream_t stream) {
+  constexpr int kBytes = cuda::DecodeLayout<HD, kHalves, cuda::kDecodeRing>::kBytes * kWarps;
+  static bool smem_set = false;
+  SAMEBITS_RETURN_IF_ERROR(raise_smem_limit(cuda::attention_decode_kernel<HD, kHalves, kWarps>, kBytes, &smem_set));
+  const dim3 blocks(unsigned(e.decode_slots), unsigned(params.num_kv_heads / kWarps), unsigned(params.num_seqs));
+  cuda::attention_decode_kernel<HD, kHalves, kWarps><<<blocks, 32 * kWarps, kBytes, stream>>>(params, e.grid);
+  return cuda::check_launch("attention_decode_kernel");
+}
+
+// Warps per block: the most kv heads of a sequence (8, 4, 2 or 1, dividing num_kv_heads) whose
+// shared memory fits one block. Blocks of one warp each made a large batch of short decodes slow:
+// with warps of different blocks at different places in the kernel, half of all stall cycles were
+// instruction fetch (ncu, bench decode-burst: 1000 sequences of 17..148 keys); the warps of one
+// block run the same code at about the same time. Speed only: a warp's arithmetic is the same.
+template <int HD, int kHalves>
+absl::Status launch_decode_tiles(const AttnParams& params, const Extents& e, cudaStream_t stream) {
+  constexpr int kWarpBytes = cuda::DecodeLayout<HD, kHalves, cuda::kDecodeRing>::kBytes;
+  constexpr int kMaxBlockBytes = 220 * 1024;
+  const int heads = params.num_kv_heads;
+  if (heads % 8 == 0 && 8 * kWarpBytes <= kMaxBlockBytes) return launch_decode<HD, kHalves, 8>(params, e, stream);
+  if (heads % 4 == 0 && 4 * kWarpBytes <= kMaxBlockBytes) return launch_decode<HD, kHalves, 4>(params, e, stream);
+  if (heads % 2 == 0) return launch_decode<HD, kHalves, 2>(params, e, stream);
+  return launch_decode<HD, kHalves, 1>(params, e, stream);
+}
+
 template <int HD>
 absl::Status launch(const AttnParams& base, const Extents& e, AttentionRoute route, cudaStream_t stream) {
   constexpr int kSmem = cuda::kAttnRows * HD * 2 + 4 * cuda::kAttnKeys * HD * 2;
-  constexpr int kDecodeSmem = cuda::DecodeLayout<HD>::kBytes;
-  static bool general_set = false, decode_set = false;
+  static bool general_set = false;
   SAMEBITS_RETURN_IF_ERROR(raise_smem_limit(cuda::attention_kernel<HD>, kSmem, &general_set));
-  SAMEBITS_RETURN_IF_ERROR(raise_smem_limit(cuda::attention_decode_kernel<HD>, kDecodeSmem, &decode_set));
   const DecodeGrid& grid = e.grid;
   const size_t o_items = 256;
   const size_t o_partials = align256(o_items + sizeof(AttnItem) * size_t(e.items));
@@ -158,9 +187,10 @@ absl::Status launch(const AttnParams& base, const Extents& e, AttentionRoute rou
     SAMEBITS_RETURN_IF_ERROR(cuda::check_launch("attention_kernel"));
   }
   if (grid.max_segments > 0) {
-    const dim3 blocks(unsigned(e.decode_slots), unsigned(base.num_kv_heads), unsigned(base.num_seqs));
-    cuda::attention_decode_kernel<HD><<<blocks, 32, kDecodeSmem, stream>>>(params, grid);
-    SAMEBITS_RETURN_IF_ERROR(cuda::check_launch("attention_decode_kernel"));
+    // Tiles of at most 8 rows (every decode tile of the launch): the kernel without mma rows 8..15.
+    const absl::Status st = grid.partial_rows <= 8 ? launch_decode_tiles<HD, 1>(params, e, stream)
+                                                   : launch_decode_tiles<HD, 2>(params, e, stream);
+    if (!st.ok()) return st;
   }
   if (grid.max_segments > 1) {
     const dim3 blocks(unsigned(base.num_kv_heads), unsigned(base.num_seqs));
