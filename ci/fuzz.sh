@@ -31,11 +31,18 @@ case "$MODE" in
   nightly) RUNS="${2:-10000000}"; JOBS="${FUZZ_JOBS:-32}" ;;
   *) echo "usage: ci/fuzz.sh ci [SECONDS] | nightly [RUNS]" >&2; exit 2 ;;
 esac
-# Cheapest first (by executions per CPU second; the last three parse, check and write back whole
-# documents of a few KB per execution). The HTTP request parser of `samebits serve` once it exists.
-TARGETS=(fuzz_hf_config)
-[[ -f harness/serve/openai_request.h ]] && TARGETS+=(fuzz_http_request)
-TARGETS+=(fuzz_safetensors_header fuzz_scenario fuzz_golden fuzz_trace fuzz_results)
+# Cheapest first (by executions per CPU second, measured; the last ones parse, check and write
+# back whole documents per execution).
+TARGETS=(fuzz_hf_config fuzz_http_request fuzz_client_response fuzz_safetensors_header fuzz_tokenizer fuzz_scenario
+  fuzz_golden fuzz_trace fuzz_results)
+# Largest input each target generates (libFuzzer's -max_len). Every execution parses its whole
+# input, so the time per execution grows with it: the limits sit just above the largest seed of each
+# corpus (fuzz/corpus/regenerate.sh and text_seeds.py keep the seeds as small as their formats
+# allow, a seed larger than its limit would be cut and no longer parse), about 1.5x the largest
+# seed for the small formats, and never below 1 KiB.
+declare -A MAX_LEN=([fuzz_hf_config]=2048 [fuzz_http_request]=2048 [fuzz_client_response]=2560
+  [fuzz_safetensors_header]=1024 [fuzz_tokenizer]=3584 [fuzz_scenario]=1536 [fuzz_golden]=2048
+  [fuzz_trace]=2816 [fuzz_results]=2560)
 if [[ -n "${FUZZ_TARGETS:-}" ]]; then
   for t in $FUZZ_TARGETS; do
     [[ " ${TARGETS[*]} " == *" $t "* ]] || { echo "fuzz: unknown target $t (targets: ${TARGETS[*]})" >&2; exit 2; }
@@ -54,6 +61,9 @@ else
 fi
 for t in "${TARGETS[@]}"; do
   [[ -x "$BIN/$t" ]] || { echo "fuzz: $BIN/$t missing" >&2; exit 2; }
+  for seed in fuzz/corpus/"$t"/*; do
+    (($(stat -c %s "$seed") <= MAX_LEN[$t])) || { echo "fuzz: $seed is larger than $t's -max_len ${MAX_LEN[$t]}" >&2; exit 2; }
+  done
   mkdir -p "$OUT/corpus/$t" "$OUT/crashes/$t" "$OUT/logs"
   cp -n fuzz/corpus/"$t"/* "$OUT/corpus/$t"/ 2>/dev/null
 done
@@ -63,6 +73,7 @@ START=$(date +%s)
 # detect_leaks, libFuzzer's -detect_leaks=1).
 run_job() {
   local t="$1" i="$2" limit=()
+  eval "$MAX_LEN_TABLE"  # associative arrays do not pass through the environment
   if [[ $MODE == ci ]]; then
     limit=(-max_total_time="$SECONDS_EACH")
   else
@@ -73,12 +84,13 @@ run_job() {
       limit+=(-max_total_time="$left")
     fi
   fi
-  "$BIN/$t" "${limit[@]}" -timeout=10 -rss_limit_mb=2048 -detect_leaks=1 -print_final_stats=1 \
+  "$BIN/$t" "${limit[@]}" -max_len="${MAX_LEN[$t]}" -timeout=10 -rss_limit_mb=2048 -detect_leaks=1 -print_final_stats=1 \
     -artifact_prefix="$OUT/crashes/$t/job$i-" "$OUT/corpus/$t" >"$OUT/logs/$t.$i.log" 2>&1
   echo "exit $?" >>"$OUT/logs/$t.$i.log"
 }
 export -f run_job
 export MODE OUT BIN START JOBS SECONDS_EACH RUNS FUZZ_DEADLINE 2>/dev/null
+export MAX_LEN_TABLE="$(declare -p MAX_LEN)"
 for t in "${TARGETS[@]}"; do for ((i = 0; i < JOBS; i++)); do echo "$t $i"; done; done |
   xargs -P "$WORKERS" -L 1 bash -c 'run_job "$0" "$1"'
 WALL=$(($(date +%s) - START))

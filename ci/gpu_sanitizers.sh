@@ -14,6 +14,8 @@
 # its test-only mutants keep scratch buffers for the life of the process.
 # SANITIZER_DEADLINE (seconds from the start): no shard runs past it; shards not started by then
 # are reported NOT RUN (for a run that must end by a given time).
+# SANITIZER_TOOLS: the tools to run (default "memcheck racecheck"; e.g. racecheck alone where only
+# its cases are to be rerun).
 # THIRD_PARTY: racecheck reports hazards inside cuBLASLt's own GEMM kernels (nvjet_sm90_*, which
 # default-mode linear calls): closed code that samebits cannot read or change, and racecheck cannot
 # be told to skip them (--kernel-name-exclude makes the tool fail on those launches: "failed to
@@ -33,6 +35,10 @@ SANITIZER="${CUDA_HOME:-/usr/local/cuda}/bin/compute-sanitizer"
 command -v compute-sanitizer >/dev/null && SANITIZER=compute-sanitizer
 mkdir -p "$OUT"
 OUT="$(cd "$OUT" && pwd)"
+TOOLS="${SANITIZER_TOOLS:-memcheck racecheck}"
+for tool in $TOOLS; do
+  [[ $tool == memcheck || $tool == racecheck ]] || { echo "gpu_sanitizers: unknown tool $tool" >&2; exit 2; }
+done
 WORK="$(mktemp -d)"
 trap 'rm -rf "$WORK"' EXIT
 
@@ -85,9 +91,9 @@ run_shard() {
 START=$(date +%s)
 export -f run_shard
 export WORK LIMIT SANITIZER BIN START THIRD_PARTY SANITIZER_DEADLINE 2>/dev/null
-# Both tools' shards in one queue, slowest-looking first (the attention and linear sweeps).
-for tool in memcheck racecheck; do sed "s/^/$tool /" "$WORK/cases"; done |
-  awk '{heavy = ($2 ~ /^Gpu(Attention|Linear|Engine)\./); print heavy ? 0 : 1, $0}' | sort -s -k1,1 | cut -d' ' -f2- |
+# The tools' shards in one queue, slowest-looking first (the attention, linear, engine and graph tests).
+for tool in $TOOLS; do sed "s/^/$tool /" "$WORK/cases"; done |
+  awk '{heavy = ($2 ~ /^Gpu(Attention|Linear|Engine|Graphs)\./); print heavy ? 0 : 1, $0}' | sort -s -k1,1 | cut -d' ' -f2- |
   xargs -P "$WORKERS" -L 1 bash -c 'run_shard "$0" "$1"'
 
 status=0
@@ -98,7 +104,7 @@ status=0
   echo "|---|---|---|---:|"
 } >"$OUT/sanitizers.md"
 : >"$OUT/sanitizers.log"
-for tool in memcheck racecheck; do
+for tool in $TOOLS; do
   clean=0 total=0
   while read -r case; do
     log="$WORK/$tool.${case//\//_}.log"

@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "common/input_file.h"
 #include "harness/client/response_parse.h"
 #include "harness/golden/digest.h"
 #include "httplib.h"
@@ -117,27 +118,11 @@ absl::StatusOr<ServerInfo> query_server(const TargetSettings& t) {
     return absl::UnavailableError(absl::StrCat("target.url: ", t.url, ": cannot reach the server (", httplib::to_string(res.error()), ")"));
   if (res->status != 200)
     return absl::UnavailableError(absl::StrCat("target.url: GET ", t.url, "/models answered HTTP ", res->status));
-  json body = json::parse(res->body, nullptr, false);
-  if (body.is_discarded() || !body.contains("data") || !body["data"].is_array())
-    return absl::InvalidArgumentError(absl::StrCat("target.url: GET ", t.url, "/models: not an OpenAI model list"));
-  for (json card : body["data"]) {
-    if (!card.is_object() || card.value("id", "") != t.model) continue;
-    ServerInfo info;
-    info.model_id = t.model;
-    card.erase("created");
-    info.card = card.dump(-1, ' ', false, json::error_handler_t::replace);
-    info.card_digest = bytes_digest(info.card);
-    if (card.contains("samebits") && card["samebits"].is_object()) {
-      const json& s = card["samebits"];
-      info.is_samebits = true;
-      if (auto d = parse_digest_hex(s.value("weights_digest", ""))) info.weights_digest = *d;
-      info.kernel_set_version = s.value("kernel_set_version", 0);
-      info.backend_id = s.value("backend_id", "");
-      info.mode = parse_mode(s.value("mode", ""));
-    }
-    return info;
-  }
-  return absl::InvalidArgumentError(absl::StrCat("target.model: '", t.model, "' is not among the models ", t.url, " serves"));
+  auto info = parse_model_list(res->body, t.model);
+  if (info.ok()) return info;
+  if (absl::IsNotFound(info.status()))
+    return absl::InvalidArgumentError(absl::StrCat("target.model: '", t.model, "' is not among the models ", t.url, " serves"));
+  return absl::InvalidArgumentError(absl::StrCat("target.url: ", t.url, ": ", info.status().message()));
 }
 
 absl::StatusOr<ModeRun> run_against_target(const Scenario& sc, const Workload& workload, Mode mode, TokenTexts* texts,
@@ -195,15 +180,14 @@ absl::StatusOr<ModeRun> run_against_target(const Scenario& sc, const Workload& w
         }
         if (res->status != 200) {
           fail(absl::StrCat("request ", a.spec.id, " (", is_target ? "target" : "background", "): HTTP ", res->status, ": ",
-                            res->body.substr(0, 300)));
+                            printable(res->body, 300)));
           return;
         }
         absl::StatusOr<ChoiceRecord> choice;
         if (t.stream) {
           choice = stream_status.ok() ? stream.finish() : absl::StatusOr<ChoiceRecord>(stream_status);
         } else {
-          json parsed = json::parse(res->body, nullptr, false);
-          choice = parsed.is_discarded() ? absl::InvalidArgumentError("the body is not JSON") : parse_choice(api, parsed);
+          choice = parse_choice_body(api, res->body);
         }
         if (!choice.ok()) {
           fail(absl::StrCat("request ", a.spec.id, ": ", choice.status().message()));

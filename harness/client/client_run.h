@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "harness/client/response_parse.h"
 #include "harness/golden/results.h"
 #include "harness/scenario/runner.h"
 #include "harness/scenario/scenario.h"
@@ -22,18 +23,6 @@
 #include "models/tiny_qwen/text_tokenizer.h"
 
 namespace samebits::client {
-
-// What the server says about itself (GET <url>/models), and what the run depends on.
-struct ServerInfo {
-  std::string model_id;
-  std::string card;              // the model's entry, as JSON text without its "created" time
-  uint64_t card_digest = 0;      // XXH3 of `card`
-  bool is_samebits = false;      // the card carries samebits' extension
-  uint64_t weights_digest = 0;   // samebits: the served weights' digest
-  int kernel_set_version = 0;    // samebits: the server's kernel set
-  std::string backend_id;        // samebits: the server's backend id
-  std::optional<Mode> mode;      // samebits: the mode it runs in
-};
 
 // "http-" + the model name with every character outside [A-Za-z0-9._-] made '-'.
 std::string target_backend_id(const std::string& model);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <climits>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
@@ -87,8 +88,9 @@ absl::Status read_choice(Api api, const json& choice, const std::string& where, 
     if (digests && (!digests->is_array() || digests->size() != ids->size()))
       return absl::InvalidArgumentError(where + ".samebits.step_digests: not one per token id");
     for (size_t i = 0; i < ids->size(); ++i) {
-      if (!(*ids)[i].is_number_integer())
-        return absl::InvalidArgumentError(absl::StrCat(where, ".token_ids[", i, "]: expected an integer"));
+      if (!(*ids)[i].is_number_integer() || (*ids)[i].get<int64_t>() < 0 || (*ids)[i].get<int64_t>() > INT32_MAX)
+        return absl::InvalidArgumentError(
+            absl::StrCat(where, ".token_ids[", i, "]: ", json_shown((*ids)[i]), " is not a token id (an integer in [0, 2^31))"));
       const size_t k = first + i;
       if (k >= out->tokens.size()) out->tokens.emplace_back();
       TokenRecord& t = out->tokens[k];
@@ -130,6 +132,57 @@ std::optional<int32_t> parse_token_id_placeholder(std::string_view token) {
   auto [ptr, ec] = std::from_chars(begin, end, id);
   if (ec != std::errc() || ptr != end || id < 0) return std::nullopt;
   return id;
+}
+
+absl::StatusOr<ServerInfo> parse_model_list(std::string_view body_text, const std::string& model) {
+  json body;
+  if (absl::Status s = parse_json_text(body_text, "GET /models", &body); !s.ok()) return s;
+  const json* data = member(body, "data");
+  if (!data || !data->is_array()) return absl::InvalidArgumentError("GET /models: not an OpenAI model list (no data array)");
+  for (const json& entry : *data) {
+    const json* id = member(entry, "id");
+    if (!id || *id != model) continue;
+    json card = entry;
+    card.erase("created");
+    ServerInfo info;
+    info.model_id = model;
+    info.card = json_text(card);
+    info.card_digest = bytes_digest(info.card);
+    const json* ext = member(card, "samebits");
+    if (!ext) return info;
+    const std::string where = "GET /models: " + model + ": samebits.";
+    auto bad = [&](const char* field, const json& v, const char* what) {
+      return absl::InvalidArgumentError(absl::StrCat(where, field, ": ", json_shown(v), " is not ", what));
+    };
+    if (!ext->is_object()) return bad("", *ext, "an object");
+    info.is_samebits = true;
+    if (const json* d = member(*ext, "weights_digest")) {
+      auto digest = d->is_string() ? parse_digest_hex(d->get<std::string>()) : std::nullopt;
+      if (!digest) return bad("weights_digest", *d, "16 hex digits");
+      info.weights_digest = *digest;
+    }
+    if (const json* v = member(*ext, "kernel_set_version")) {
+      if (!v->is_number_integer() || v->get<int64_t>() < 0 || v->get<int64_t>() > INT_MAX)
+        return bad("kernel_set_version", *v, "a non-negative integer");
+      info.kernel_set_version = v->get<int>();
+    }
+    if (const json* v = member(*ext, "backend_id")) {
+      if (!v->is_string()) return bad("backend_id", *v, "a string");
+      info.backend_id = v->get<std::string>();
+    }
+    if (const json* v = member(*ext, "mode")) {
+      info.mode = v->is_string() ? parse_mode(v->get<std::string>()) : std::nullopt;
+      if (!info.mode) return bad("mode", *v, "invariant or default");
+    }
+    return info;
+  }
+  return absl::NotFoundError(absl::StrCat("'", printable(model), "' is not among the models served"));
+}
+
+absl::StatusOr<ChoiceRecord> parse_choice_body(Api api, std::string_view body_text) {
+  json body;
+  if (absl::Status s = parse_json_text(body_text, "the response body", &body); !s.ok()) return s;
+  return parse_choice(api, body);
 }
 
 absl::StatusOr<ChoiceRecord> parse_choice(Api api, const json& body) {

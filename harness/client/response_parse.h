@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "kernels/mode.h"
 #include "nlohmann/json.hpp"
 
 namespace samebits::client {
@@ -40,11 +41,29 @@ struct ChoiceRecord {
   std::optional<uint64_t> digest;  // samebits serve's chained digest, when given
 };
 
+// What the server says about itself (GET <url>/models), and what the run depends on.
+struct ServerInfo {
+  std::string model_id;
+  std::string card;              // the model's entry, as JSON text without its "created" time
+  uint64_t card_digest = 0;      // XXH3 of `card`
+  bool is_samebits = false;      // the card carries samebits' extension
+  uint64_t weights_digest = 0;   // samebits: the served weights' digest
+  int kernel_set_version = 0;    // samebits: the server's kernel set
+  std::string backend_id;        // samebits: the server's backend id
+  std::optional<Mode> mode;      // samebits: the mode it runs in
+};
+
+// The entry of `model` in a GET /models body (an OpenAI model list), samebits' extension read when
+// present. Errors name the field; every field is checked for its type and range.
+absl::StatusOr<ServerInfo> parse_model_list(std::string_view body, const std::string& model);
+
 // "token_id:N" -> N.
 std::optional<int32_t> parse_token_id_placeholder(std::string_view token);
 
 // Choice 0 of a non-streamed completion or chat completion body. Errors name the field.
 absl::StatusOr<ChoiceRecord> parse_choice(Api api, const nlohmann::json& body);
+// The same from the body's bytes (read as every JSON input: bounded nesting, numbers in range).
+absl::StatusOr<ChoiceRecord> parse_choice_body(Api api, std::string_view body);
 
 // Accumulates a streamed response: feed() the raw bytes as they arrive (any split); each complete
 // `data:` event is a chunk whose choice-0 delta is appended; `data: [DONE]` ends it. An error

@@ -28,6 +28,7 @@
 // weight: they read it in bf16 with one widening instruction per 16 values and prefetch the next
 // columns when the weight is larger than one core's cache. Tests compare every path with this one
 // bitwise.
+#include <cstdlib>
 #include <memory>
 #include <vector>
 
@@ -44,8 +45,20 @@ namespace {
 using cpu::kLanes;
 using v4f = cpu::LaneAcc::v4f;
 
+// fp32 scratch on 64-byte boundaries: rows of x and of the panel are a multiple of 16 floats
+// apart, so the vector paths' 32- and 64-byte loads never straddle two cache lines (malloc gives
+// 16-byte boundaries, where half of the 32-byte loads would).
+struct FreeFloats {
+  void operator()(float* p) const { std::free(p); }
+};
+using AlignedFloats = std::unique_ptr<float[], FreeFloats>;
+AlignedFloats aligned_floats(int64_t n) {
+  const size_t bytes = (size_t(n) * sizeof(float) + 63) / 64 * 64;
+  return AlignedFloats(static_cast<float*>(std::aligned_alloc(64, bytes)));
+}
+
 constexpr int kColumnBlock = 4;
-constexpr int64_t kTileM = 64, kTileN = 64;  // work split between threads only
+constexpr int64_t kTileM = cpu::kLinearTileRows, kTileN = 64;  // work split between threads only
 
 // Rows -> columns: r[i] holds lane (4j + i) of columns 0..3, given a[c] = lanes 4j..4j+3 of column c.
 inline void transpose4(v4f a, v4f b, v4f c, v4f d, v4f* r) {
@@ -137,7 +150,7 @@ absl::Status cpu_linear(const ExecContext& ctx, const LinearArgs& a) {
   // whole 16-value groups; the portable path reads [0, K) of each row).
   const cpu::Isa isa = cpu::active_isa();
   const int64_t ldx = (K + kLanes - 1) / kLanes * kLanes;
-  std::unique_ptr<float[]> xf(new float[M * ldx]);
+  const AlignedFloats xf = aligned_floats(M * ldx);
   cpu::parallel_for(ctx, M, [&](int64_t m) {
     float* row = xf.get() + m * ldx;
     switch (isa) {
@@ -161,11 +174,15 @@ absl::Status cpu_linear(const ExecContext& ctx, const LinearArgs& a) {
                     [&](int64_t m, int64_t n, float v) { outputs.store(m, n, v); });
       return;
     }
-    thread_local std::vector<float> panel;
-    if (int64_t(panel.size()) < cpu::kLinearPanelColumns * ldx) panel.resize(size_t(cpu::kLinearPanelColumns * ldx));
+    thread_local AlignedFloats panel;
+    thread_local int64_t panel_floats = 0;
+    if (panel_floats < cpu::kLinearPanelColumns * ldx) {
+      panel_floats = cpu::kLinearPanelColumns * ldx;
+      panel = aligned_floats(panel_floats);
+    }
     float sums[kTileM * kTileN];
     const cpu::LinearTile tile{xf.get() + m0 * ldx, a.w + n0 * K, K, ldx, part_len, m1 - m0, n1 - n0,
-                               panel.data(), sums, outputs.at(m0, n0), prefetch_weight};
+                               panel.get(), sums, outputs.at(m0, n0), prefetch_weight};
     if (isa == cpu::Isa::kAvx512) cpu::linear_tile_avx512(tile); else cpu::linear_tile_avx2(tile);
   }, std::min(M, kTileM) * std::min(N, kTileN) * K, kMinWorkPerThread);
   return absl::OkStatus();

@@ -15,6 +15,8 @@
 
 namespace samebits::cpu {
 
+// Rows of x in one tile at most (linear.cpp's split of the work between threads).
+inline constexpr int64_t kLinearTileRows = 64;
 // Columns of the weight widened to fp32 at a time (the panel the vector paths reuse across rows).
 inline constexpr int kLinearPanelColumns = 4;
 // Tiles with fewer rows read the bf16 weight directly (a panel would be used too few times).

@@ -1,6 +1,6 @@
 // The CPU kernels' Avx2 entry points (kernels/cpu/isa.h chooses them at run time): every vector
 // body (linear, attention, rmsnorm, fixed_expf and silu_mul) compiled once here under one target
-// pragma, with the instructions of kernels/cpu/simd_avx2.h: two ymm per 16-lane reduction, 8-lane pointwise vectors; linear blocks of 1 row x 4 columns (8 accumulators of the 16 registers), value blocks of 2 slices of 16 dims.
+// pragma, with the instructions of kernels/cpu/simd_avx2.h: two ymm per 16-lane reduction, 8-lane pointwise vectors; linear rows below the panel's minimum in blocks of 1 row x 4 columns (8 accumulators of the 16 registers) and tiles through the panel in blocks of 2 rows x 4 columns x half of the lanes (kernels/cpu/linear_avx2_body.h), value blocks of 2 slices of 16 dims.
 // Each body's header says why its bits equal the portable path's.
 #include "kernels/cpu/attention_simd.h"
 #include "kernels/cpu/exp_simd.h"
@@ -21,6 +21,7 @@
 
 #include "kernels/cpu/attention_simd_body.h"
 #include "kernels/cpu/exp_simd_body.h"
+#include "kernels/cpu/linear_avx2_body.h"
 #include "kernels/cpu/linear_simd_body.h"
 #include "kernels/cpu/rmsnorm_simd_body.h"
 #include "kernels/cpu/simd_avx2.h"
@@ -33,7 +34,11 @@ using V = simd::Avx2;
 }  // namespace
 
 void linear_tile_avx2(const LinearTile& t) {
-  simd::tile<V, 1>(t);
+  if (t.rows < kLinearPanelMinRows) {
+    simd::tile<V, 1>(t);
+  } else {
+    simd::panel_tile_avx2(t);
+  }
   simd::finish_tile<vf, vi>(t);
 }
 void linear_widen_row_avx2(const bf16* x, int64_t K, float* out) { simd::widen_row<V>(x, K, out); }

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <climits>
 #include <filesystem>
+#include <tuple>
 
 #include "absl/strings/str_cat.h"
 #include "common/input_file.h"
@@ -119,16 +120,57 @@ std::string clean_up_tokenization(std::string text) {
   return text;
 }
 
-absl::StatusOr<json> read_json(const std::string& path) {
-  json doc;
-  if (absl::Status s = read_json_input(path, &doc); !s.ok()) return s;
-  return doc;
-}
-
 std::string describe(const json& j) {
   std::string s = j.dump();
   return s.size() > 60 ? s.substr(0, 57) + "..." : s;
 }
+
+// Typed reads of a tokenizer file's fields. nlohmann's value() throws on a field of another type
+// (and on a value that is not an object); these give one error naming the file and the field.
+class FieldReader {
+ public:
+  explicit FieldReader(std::string path) : path_(std::move(path)) {}
+  absl::Status fail(const std::string& field, const std::string& what) const {
+    return absl::InvalidArgumentError(absl::StrCat(path_, ": ", field, ": ", what));
+  }
+  // obj[key] when obj is an object holding key with a non-null value; else nullptr.
+  static const json* find(const json& obj, const char* key) {
+    if (!obj.is_object()) return nullptr;
+    const auto it = obj.find(key);
+    return it == obj.end() || it->is_null() ? nullptr : &*it;
+  }
+  // A boolean field; `fallback` when absent or null.
+  absl::Status flag(const json& obj, const char* key, bool fallback, const std::string& field, bool* out) const {
+    const json* v = find(obj, key);
+    if (v && !v->is_boolean()) return fail(field, absl::StrCat(describe(*v), " is not true or false"));
+    *out = v ? v->get<bool>() : fallback;
+    return absl::OkStatus();
+  }
+  // A string field; "" when absent or null.
+  absl::Status text(const json& obj, const char* key, const std::string& field, std::string* out) const {
+    const json* v = find(obj, key);
+    if (v && !v->is_string()) return fail(field, absl::StrCat(describe(*v), " is not a string"));
+    *out = v ? v->get<std::string>() : std::string();
+    return absl::OkStatus();
+  }
+  // An object field (a part of the pipeline); nullptr when absent or null.
+  absl::Status object(const json& obj, const char* key, const std::string& field, const json** out) const {
+    const json* v = find(obj, key);
+    if (v && !v->is_object()) return fail(field, absl::StrCat(describe(*v), " is not an object"));
+    *out = v;
+    return absl::OkStatus();
+  }
+  // A list field; nullptr when absent or null.
+  absl::Status list(const json& obj, const char* key, const std::string& field, const json** out) const {
+    const json* v = find(obj, key);
+    if (v && !v->is_array()) return fail(field, absl::StrCat(describe(*v), " is not a list"));
+    *out = v;
+    return absl::OkStatus();
+  }
+
+ private:
+  std::string path_;
+};
 
 }  // namespace
 
@@ -166,21 +208,41 @@ struct BpeTokenizer::Regex {
 BpeTokenizer::~BpeTokenizer() = default;
 
 absl::StatusOr<std::unique_ptr<BpeTokenizer>> BpeTokenizer::load(const std::string& dir) {
+  namespace fs = std::filesystem;
+  TokenizerFiles files;
+  files.dir = dir;
+  if (absl::Status s = read_input_file((fs::path(dir) / "tokenizer.json").string(), kMaxTextInputBytes, &files.tokenizer_json);
+      !s.ok())
+    return s;
+  std::error_code ec;
+  const std::string config_path = (fs::path(dir) / "tokenizer_config.json").string();
+  if (fs::exists(config_path, ec)) {
+    files.tokenizer_config_json.emplace();
+    if (absl::Status s = read_input_file(config_path, kMaxTextInputBytes, &*files.tokenizer_config_json); !s.ok()) return s;
+  }
+  const std::string jinja_path = (fs::path(dir) / "chat_template.jinja").string();
+  if (fs::exists(jinja_path, ec)) {
+    files.chat_template_jinja.emplace();
+    if (absl::Status s = read_input_file(jinja_path, kMaxTextInputBytes, &*files.chat_template_jinja); !s.ok()) return s;
+  }
+  return from_files(files);
+}
+
+absl::StatusOr<std::unique_ptr<BpeTokenizer>> BpeTokenizer::from_files(const TokenizerFiles& files) {
   std::unique_ptr<BpeTokenizer> t(new BpeTokenizer());
-  t->dir_ = dir;
-  const std::string path = (std::filesystem::path(dir) / "tokenizer.json").string();
-  if (absl::Status s = t->parse_tokenizer_json(path); !s.ok()) return s;
-  if (absl::Status s = t->parse_config(dir); !s.ok()) return s;
+  t->dir_ = files.dir;
+  if (absl::Status s = t->parse_tokenizer_json(files); !s.ok()) return s;
+  if (absl::Status s = t->parse_config(files); !s.ok()) return s;
   return t;
 }
 
-absl::Status BpeTokenizer::parse_tokenizer_json(const std::string& path) {
-  auto doc = read_json(path);
-  if (!doc.ok()) return doc.status();
-  const json& j = *doc;
-  auto fail = [&](const std::string& field, const std::string& what) {
-    return absl::InvalidArgumentError(absl::StrCat(path, ": ", field, ": ", what));
-  };
+absl::Status BpeTokenizer::parse_tokenizer_json(const TokenizerFiles& files) {
+  const std::string path = (std::filesystem::path(files.dir) / "tokenizer.json").string();
+  json j;
+  if (absl::Status s = parse_json_text(files.tokenizer_json, path, &j); !s.ok()) return s;
+  const FieldReader f(path);
+  auto fail = [&](const std::string& field, const std::string& what) { return f.fail(field, what); };
+  if (!j.is_object()) return fail("(top level)", absl::StrCat(describe(j), " is not an object"));
   auto compile = [&](const std::string& pattern, const std::string& field) -> absl::Status {
     int err = 0;
     PCRE2_SIZE at = 0;
@@ -199,27 +261,45 @@ absl::Status BpeTokenizer::parse_tokenizer_json(const std::string& path) {
   };
 
   // model
-  const json* model = j.contains("model") ? &j["model"] : nullptr;
-  if (!model || !model->is_object() || model->value("type", "") != "BPE")
-    return fail("model.type", absl::StrCat(model ? describe((*model).value("type", json())) : "absent", " (only BPE)"));
+  const json* model = nullptr;
+  if (absl::Status s = f.object(j, "model", "model", &model); !s.ok()) return s;
+  std::string model_type;
+  if (model)
+    if (absl::Status s = f.text(*model, "type", "model.type", &model_type); !s.ok()) return s;
+  if (model_type != "BPE") return fail("model.type", absl::StrCat(model ? describe(model_type) : "absent", " (only BPE)"));
   for (const char* field : {"dropout", "unk_token", "continuing_subword_prefix", "end_of_word_suffix"}) {
-    if (model->contains(field) && !(*model)[field].is_null() && !((*model)[field].is_string() && (*model)[field] == ""))
-      return fail(absl::StrCat("model.", field), absl::StrCat(describe((*model)[field]), " is not supported"));
+    const json* v = FieldReader::find(*model, field);
+    if (v && !(v->is_string() && *v == ""))
+      return fail(absl::StrCat("model.", field), absl::StrCat(describe(*v), " is not supported"));
   }
-  if (model->value("byte_fallback", false)) return fail("model.byte_fallback", "true is not supported");
-  ignore_merges_ = model->value("ignore_merges", false);
-  if (!model->contains("vocab") || !(*model)["vocab"].is_object()) return fail("model.vocab", "absent or not an object");
+  bool byte_fallback = false;
+  if (absl::Status s = f.flag(*model, "byte_fallback", false, "model.byte_fallback", &byte_fallback); !s.ok()) return s;
+  if (byte_fallback) return fail("model.byte_fallback", "true is not supported");
+  if (absl::Status s = f.flag(*model, "ignore_merges", false, "model.ignore_merges", &ignore_merges_); !s.ok()) return s;
+  const json* vocab = nullptr;
+  if (absl::Status s = f.object(*model, "vocab", "model.vocab", &vocab); !s.ok()) return s;
+  if (!vocab) return fail("model.vocab", "absent");
+  const json* added_tokens = nullptr;
+  if (absl::Status s = f.list(j, "added_tokens", "added_tokens", &added_tokens); !s.ok()) return s;
+  // Ids index a table, so they are bounded by the number of tokens the file lists (transformers'
+  // files number them densely): a file cannot make samebits allocate beyond its own size.
+  const int64_t id_limit = int64_t(vocab->size()) + int64_t(added_tokens ? added_tokens->size() : 0);
+  auto check_id = [&](const json& id, const std::string& field, const std::string& what) -> absl::Status {
+    if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() >= id_limit)
+      return fail(field, absl::StrCat(what, ": id ", describe(id), " is not an integer in [0, ", id_limit,
+                                      ") (below the number of tokens in model.vocab and added_tokens)"));
+    return absl::OkStatus();
+  };
   int32_t max_id = -1;
-  for (const auto& [token, id] : (*model)["vocab"].items()) {
-    if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() > INT32_MAX)
-      return fail("model.vocab", absl::StrCat("'", token, "': id ", describe(id), " is not a non-negative integer"));
+  for (const auto& [token, id] : vocab->items()) {
+    if (absl::Status s = check_id(id, "model.vocab", absl::StrCat("'", printable(token), "'")); !s.ok()) return s;
     max_id = std::max(max_id, id.get<int32_t>());
   }
   tokens_.assign(size_t(max_id + 1), std::string());
-  for (const auto& [token, id] : (*model)["vocab"].items()) {
+  for (const auto& [token, id] : vocab->items()) {
     bool byte_level = false;
     std::string bytes = byte_level_bytes(token, &byte_level);
-    if (!byte_level) return fail("model.vocab", absl::StrCat("token '", token, "' is not in the byte-level alphabet"));
+    if (!byte_level) return fail("model.vocab", absl::StrCat("token '", printable(token), "' is not in the byte-level alphabet"));
     tokens_[size_t(id.get<int32_t>())] = bytes;
     vocab_[bytes] = id.get<int32_t>();
   }
@@ -228,15 +308,17 @@ absl::Status BpeTokenizer::parse_tokenizer_json(const std::string& path) {
     if (it == vocab_.end()) return fail("model.vocab", absl::StrCat("no token for byte 0x", absl::Hex(b)));
     byte_ids_[size_t(b)] = it->second;
   }
-  if (!model->contains("merges") || !(*model)["merges"].is_array()) return fail("model.merges", "absent or not a list");
+  const json* merges = nullptr;
+  if (absl::Status s = f.list(*model, "merges", "model.merges", &merges); !s.ok()) return s;
+  if (!merges) return fail("model.merges", "absent");
   int32_t rank = 0;
-  for (const json& m : (*model)["merges"]) {
+  for (const json& m : *merges) {
     std::string left, right;
     if (m.is_string()) {
       const std::string s = m.get<std::string>();
       const size_t space = s.find(' ');
       if (space == std::string::npos || s.find(' ', space + 1) != std::string::npos)
-        return fail("model.merges", absl::StrCat("entry ", rank, " '", s, "' is not two tokens"));
+        return fail("model.merges", absl::StrCat("entry ", rank, " '", printable(s), "' is not two tokens"));
       left = s.substr(0, space);
       right = s.substr(space + 1);
     } else if (m.is_array() && m.size() == 2 && m[0].is_string() && m[1].is_string()) {
@@ -249,139 +331,170 @@ absl::Status BpeTokenizer::parse_tokenizer_json(const std::string& path) {
     const std::string lb = byte_level_bytes(left, &ok_l), rb = byte_level_bytes(right, &ok_r);
     const auto l = vocab_.find(lb), r = vocab_.find(rb), merged = vocab_.find(lb + rb);
     if (!ok_l || !ok_r || l == vocab_.end() || r == vocab_.end() || merged == vocab_.end())
-      return fail("model.merges", absl::StrCat("entry ", rank, " '", left, " ", right, "' names a token not in model.vocab"));
+      return fail("model.merges", absl::StrCat("entry ", rank, " '", printable(left), " ", printable(right),
+                                               "' names a token not in model.vocab"));
     merges_.try_emplace((uint64_t(uint32_t(l->second)) << 32) | uint32_t(r->second), rank, merged->second);
     ++rank;
   }
 
   // added tokens
-  if (j.contains("added_tokens") && !j["added_tokens"].is_null()) {
-    if (!j["added_tokens"].is_array()) return fail("added_tokens", "not a list");
-    for (const json& a : j["added_tokens"]) {
-      AddedToken t;
-      if (!a.is_object() || !a.contains("id") || !a["id"].is_number_integer() || !a.contains("content") ||
-          !a["content"].is_string() || a["content"].get<std::string>().empty() || a["id"].get<int64_t>() < 0 ||
-          a["id"].get<int64_t>() > INT32_MAX)
-        return fail("added_tokens", absl::StrCat(describe(a), " needs an id and a non-empty content"));
-      t.id = a["id"].get<int32_t>();
-      t.content = a["content"].get<std::string>();
-      t.special = a.value("special", false);
-      t.lstrip = a.value("lstrip", false);
-      t.rstrip = a.value("rstrip", false);
-      t.normalized = a.value("normalized", !t.special);
-      if (a.value("single_word", false))
-        return fail("added_tokens", absl::StrCat("'", t.content, "': single_word true is not supported"));
-      if (size_t(t.id) >= tokens_.size()) tokens_.resize(size_t(t.id) + 1);
-      bool byte_level = false;
-      tokens_[size_t(t.id)] = byte_level_bytes(t.content, &byte_level);
-      added_first_byte_[static_cast<unsigned char>(t.content[0])] = true;
-      added_.push_back(std::move(t));
-    }
+  for (size_t k = 0; added_tokens && k < added_tokens->size(); ++k) {
+    const json& a = (*added_tokens)[k];
+    const std::string field = absl::StrCat("added_tokens[", k, "]");
+    AddedToken t;
+    const json* id = FieldReader::find(a, "id");
+    if (absl::Status s = f.text(a, "content", field + ".content", &t.content); !s.ok()) return s;
+    if (!id || t.content.empty()) return fail(field, absl::StrCat(describe(a), " needs an id and a non-empty content"));
+    if (absl::Status s = check_id(*id, field + ".id", absl::StrCat("'", printable(t.content), "'")); !s.ok()) return s;
+    t.id = id->get<int32_t>();
+    bool single_word = false;
+    for (const auto& [key, out, fallback] :
+         {std::tuple<const char*, bool*, bool>{"special", &t.special, false}, {"lstrip", &t.lstrip, false},
+          {"rstrip", &t.rstrip, false}, {"single_word", &single_word, false}})
+      if (absl::Status s = f.flag(a, key, fallback, absl::StrCat(field, ".", key), out); !s.ok()) return s;
+    if (absl::Status s = f.flag(a, "normalized", !t.special, field + ".normalized", &t.normalized); !s.ok()) return s;
+    if (single_word)
+      return fail(field, absl::StrCat("'", printable(t.content), "': single_word true is not supported"));
+    if (size_t(t.id) >= tokens_.size()) tokens_.resize(size_t(t.id) + 1);
+    bool byte_level = false;
+    tokens_[size_t(t.id)] = byte_level_bytes(t.content, &byte_level);
+    added_first_byte_[static_cast<unsigned char>(t.content[0])] = true;
+    added_.push_back(std::move(t));
   }
   special_.assign(tokens_.size(), 0);
   for (const AddedToken& t : added_) special_[size_t(t.id)] = t.special;
 
   // normalizer
-  const json& norm = j.value("normalizer", json());
-  auto read_normalizer = [&](const json& n) -> absl::Status {
-    const std::string type = n.value("type", "");
+  const json* norm = nullptr;
+  if (absl::Status s = f.object(j, "normalizer", "normalizer", &norm); !s.ok()) return s;
+  auto read_normalizer = [&](const json& n, const std::string& field) -> absl::Status {
+    std::string type;
+    if (!n.is_object()) return fail(field, absl::StrCat(describe(n), " is not an object"));
+    if (absl::Status s = f.text(n, "type", field + ".type", &type); !s.ok()) return s;
     if (type == "NFC") {
       nfc_ = true;
       return absl::OkStatus();
     }
-    return fail("normalizer.type", absl::StrCat("'", type, "' is not supported (null or NFC)"));
+    return fail(field + ".type", absl::StrCat("'", printable(type), "' is not supported (null or NFC)"));
   };
-  if (!norm.is_null()) {
-    if (norm.value("type", "") == "Sequence") {
-      for (const json& n : norm.value("normalizers", json::array()))
-        if (absl::Status s = read_normalizer(n); !s.ok()) return s;
-    } else if (absl::Status s = read_normalizer(norm); !s.ok()) {
-      return s;
-    }
+  std::string norm_type;
+  if (norm)
+    if (absl::Status s = f.text(*norm, "type", "normalizer.type", &norm_type); !s.ok()) return s;
+  if (norm && norm_type == "Sequence") {
+    const json* list = nullptr;
+    if (absl::Status s = f.list(*norm, "normalizers", "normalizer.normalizers", &list); !s.ok()) return s;
+    for (size_t k = 0; list && k < list->size(); ++k)
+      if (absl::Status s = read_normalizer((*list)[k], absl::StrCat("normalizer.normalizers[", k, "]")); !s.ok()) return s;
+  } else if (norm) {
+    if (absl::Status s = read_normalizer(*norm, "normalizer"); !s.ok()) return s;
   }
 
   // pre-tokenizer
-  const json& pre = j.value("pre_tokenizer", json());
   auto read_pre = [&](const json& p, const std::string& field) -> absl::Status {
-    const std::string type = p.value("type", "");
+    if (!p.is_object()) return fail(field, absl::StrCat(describe(p), " is not an object"));
+    std::string type;
+    if (absl::Status s = f.text(p, "type", field + ".type", &type); !s.ok()) return s;
     if (type == "Split") {
-      if (p.value("behavior", "") != "Isolated")
-        return fail(field + ".behavior", absl::StrCat(describe(p.value("behavior", json())), " is not supported (Isolated)"));
-      if (p.value("invert", false)) return fail(field + ".invert", "true is not supported");
-      const json& pat = p.value("pattern", json());
-      if (pat.contains("Regex") && pat["Regex"].is_string()) return compile(pat["Regex"].get<std::string>(), field + ".pattern");
-      if (pat.contains("String") && pat["String"].is_string())
-        return compile("\\Q" + pat["String"].get<std::string>() + "\\E", field + ".pattern");
-      return fail(field + ".pattern", absl::StrCat(describe(pat), " is neither Regex nor String"));
+      std::string behavior;
+      bool invert = false;
+      if (absl::Status s = f.text(p, "behavior", field + ".behavior", &behavior); !s.ok()) return s;
+      if (behavior != "Isolated")
+        return fail(field + ".behavior", absl::StrCat("'", printable(behavior), "' is not supported (Isolated)"));
+      if (absl::Status s = f.flag(p, "invert", false, field + ".invert", &invert); !s.ok()) return s;
+      if (invert) return fail(field + ".invert", "true is not supported");
+      const json* pat = FieldReader::find(p, "pattern");
+      if (const json* re = pat ? FieldReader::find(*pat, "Regex") : nullptr; re && re->is_string())
+        return compile(re->get<std::string>(), field + ".pattern");
+      if (const json* str = pat ? FieldReader::find(*pat, "String") : nullptr; str && str->is_string())
+        return compile("\\Q" + str->get<std::string>() + "\\E", field + ".pattern");
+      return fail(field + ".pattern", absl::StrCat(pat ? describe(*pat) : "absent", " is neither Regex nor String"));
     }
     if (type == "ByteLevel") {
-      if (p.value("add_prefix_space", false)) return fail(field + ".add_prefix_space", "true is not supported");
+      bool add_prefix_space = false, use_regex = true;
+      if (absl::Status s = f.flag(p, "add_prefix_space", false, field + ".add_prefix_space", &add_prefix_space); !s.ok())
+        return s;
+      if (add_prefix_space) return fail(field + ".add_prefix_space", "true is not supported");
+      if (absl::Status s = f.flag(p, "use_regex", true, field + ".use_regex", &use_regex); !s.ok()) return s;
       // use_regex: GPT-2's own pattern splits first (as the tokenizers library does).
-      if (p.value("use_regex", true))
-        return compile(R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)", field);
+      if (use_regex) return compile(R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)", field);
       return absl::OkStatus();
     }
-    return fail(field + ".type", absl::StrCat("'", type, "' is not supported (Split, ByteLevel, Sequence)"));
+    return fail(field + ".type", absl::StrCat("'", printable(type), "' is not supported (Split, ByteLevel, Sequence)"));
   };
-  if (pre.is_null()) return fail("pre_tokenizer", "absent (a byte-level BPE needs one)");
-  if (pre.value("type", "") == "Sequence") {
-    int k = 0;
-    for (const json& p : pre.value("pretokenizers", json::array()))
-      if (absl::Status s = read_pre(p, absl::StrCat("pre_tokenizer.pretokenizers[", k++, "]")); !s.ok()) return s;
-  } else if (absl::Status s = read_pre(pre, "pre_tokenizer"); !s.ok()) {
+  const json* pre = nullptr;
+  if (absl::Status s = f.object(j, "pre_tokenizer", "pre_tokenizer", &pre); !s.ok()) return s;
+  if (!pre) return fail("pre_tokenizer", "absent (a byte-level BPE needs one)");
+  std::string pre_type;
+  if (absl::Status s = f.text(*pre, "type", "pre_tokenizer.type", &pre_type); !s.ok()) return s;
+  if (pre_type == "Sequence") {
+    const json* list = nullptr;
+    if (absl::Status s = f.list(*pre, "pretokenizers", "pre_tokenizer.pretokenizers", &list); !s.ok()) return s;
+    for (size_t k = 0; list && k < list->size(); ++k)
+      if (absl::Status s = read_pre((*list)[k], absl::StrCat("pre_tokenizer.pretokenizers[", k, "]")); !s.ok()) return s;
+  } else if (absl::Status s = read_pre(*pre, "pre_tokenizer"); !s.ok()) {
     return s;
   }
 
-  const json& dec = j.value("decoder", json());
-  if (!dec.is_null() && dec.value("type", "") != "ByteLevel")
-    return fail("decoder.type", absl::StrCat(describe(dec.value("type", json())), " is not supported (ByteLevel)"));
-  const json& post = j.value("post_processor", json());
-  if (!post.is_null() && post.value("type", "") != "ByteLevel")
-    return fail("post_processor.type", absl::StrCat(describe(post.value("type", json())),
-                                                    " is not supported (null or ByteLevel: no template of special tokens)"));
+  for (const auto& [key, supported] : {std::pair<const char*, const char*>{"decoder", "ByteLevel"},
+                                       {"post_processor", "null or ByteLevel: no template of special tokens"}}) {
+    const json* part = nullptr;
+    std::string type;
+    if (absl::Status s = f.object(j, key, key, &part); !s.ok()) return s;
+    if (part)
+      if (absl::Status s = f.text(*part, "type", absl::StrCat(key, ".type"), &type); !s.ok()) return s;
+    if (part && type != "ByteLevel")
+      return fail(absl::StrCat(key, ".type"), absl::StrCat("'", printable(type), "' is not supported (", supported, ")"));
+  }
   return absl::OkStatus();
 }
 
-absl::Status BpeTokenizer::parse_config(const std::string& dir) {
+absl::Status BpeTokenizer::parse_config(const TokenizerFiles& files) {
   namespace fs = std::filesystem;
-  const std::string path = (fs::path(dir) / "tokenizer_config.json").string();
-  std::error_code ec;
+  const std::string path = (fs::path(files.dir) / "tokenizer_config.json").string();
   std::string jinja, origin;
-  if (fs::exists(path, ec)) {
-    auto doc = read_json(path);
-    if (!doc.ok()) return doc.status();
-    const json& j = *doc;
-    auto fail = [&](const std::string& field, const std::string& what) {
-      return absl::InvalidArgumentError(absl::StrCat(path, ": ", field, ": ", what));
-    };
-    clean_up_spaces_ = j.value("clean_up_tokenization_spaces", false);
-    add_bos_ = j.value("add_bos_token", false);
+  if (files.tokenizer_config_json) {
+    json j;
+    if (absl::Status s = parse_json_text(*files.tokenizer_config_json, path, &j); !s.ok()) return s;
+    const FieldReader f(path);
+    if (!j.is_object()) return f.fail("(top level)", absl::StrCat(describe(j), " is not an object"));
+    if (absl::Status s = f.flag(j, "clean_up_tokenization_spaces", false, "clean_up_tokenization_spaces", &clean_up_spaces_);
+        !s.ok())
+      return s;
+    if (absl::Status s = f.flag(j, "add_bos_token", false, "add_bos_token", &add_bos_); !s.ok()) return s;
     if (add_bos_) {
-      const json& bos = j.value("bos_token", json());
-      const std::string text = bos.is_string() ? bos.get<std::string>() : bos.is_object() ? bos.value("content", "") : "";
+      const json* bos = FieldReader::find(j, "bos_token");
+      std::string text;
+      if (bos && bos->is_string()) {
+        text = bos->get<std::string>();
+      } else if (bos && bos->is_object()) {
+        if (absl::Status s = f.text(*bos, "content", "bos_token.content", &text); !s.ok()) return s;
+      }
       for (const AddedToken& t : added_)
-        if (t.content == text) bos_id_ = t.id;
-      if (bos_id_ < 0) return fail("bos_token", absl::StrCat(describe(bos), " is not an added token (add_bos_token is true)"));
+        if (!text.empty() && t.content == text) bos_id_ = t.id;
+      if (bos_id_ < 0)
+        return f.fail("bos_token", absl::StrCat(bos ? describe(*bos) : "absent", " is not an added token (add_bos_token is true)"));
     }
-    const json& tpl = j.value("chat_template", json());
-    if (tpl.is_string()) {
-      jinja = tpl.get<std::string>();
+    const json* tpl = FieldReader::find(j, "chat_template");
+    if (tpl && tpl->is_string()) {
+      jinja = tpl->get<std::string>();
       origin = path + ": chat_template";
-    } else if (tpl.is_array()) {  // named templates: transformers uses "default"
-      for (const json& named : tpl)
-        if (named.is_object() && named.value("name", "") == "default" && named.contains("template") && named["template"].is_string()) {
-          jinja = named["template"].get<std::string>();
+    } else if (tpl && tpl->is_array()) {  // named templates: transformers uses "default"
+      for (const json& named : *tpl) {
+        const json* name = FieldReader::find(named, "name");
+        const json* text = FieldReader::find(named, "template");
+        if (name && *name == "default" && text && text->is_string()) {
+          jinja = text->get<std::string>();
           origin = path + ": chat_template (default)";
         }
+      }
     }
   }
-  const std::string jinja_path = (fs::path(dir) / "chat_template.jinja").string();
-  if (fs::exists(jinja_path, ec)) {  // transformers' newer layout takes precedence
-    if (absl::Status s = read_input_file(jinja_path, kMaxTextInputBytes, &jinja); !s.ok()) return s;
-    origin = jinja_path;
+  if (files.chat_template_jinja) {  // transformers' newer layout takes precedence
+    jinja = *files.chat_template_jinja;
+    origin = (fs::path(files.dir) / "chat_template.jinja").string();
   }
   if (jinja.empty()) {
-    chat_error_ = absl::StrCat(dir, ": no chat template (tokenizer_config.json has no chat_template); give the prompt as text or prompt_tokens");
+    chat_error_ = absl::StrCat(files.dir, ": no chat template (tokenizer_config.json has no chat_template); give the prompt as text or prompt_tokens");
   } else if (auto t = ChatTemplate::recognise(jinja, origin); t.ok()) {
     chat_ = *t;
   } else {

@@ -23,11 +23,22 @@
 
 namespace samebits {
 
+// A checkpoint's tokenizer files as text (what BpeTokenizer::load reads from `dir`; `dir` names
+// them in errors).
+struct TokenizerFiles {
+  std::string dir;
+  std::string tokenizer_json;
+  std::optional<std::string> tokenizer_config_json;  // absent: no tokenizer_config.json
+  std::optional<std::string> chat_template_jinja;    // absent: no chat_template.jinja
+};
+
 class BpeTokenizer final : public TextTokenizer {
  public:
   // `dir` holds tokenizer.json (and optionally tokenizer_config.json, chat_template.jinja). Every
   // error is one line naming the file and the field.
   static absl::StatusOr<std::unique_ptr<BpeTokenizer>> load(const std::string& dir);
+  // The same from the files' text (tests and fuzzing: nothing is read from disk).
+  static absl::StatusOr<std::unique_ptr<BpeTokenizer>> from_files(const TokenizerFiles& files);
   ~BpeTokenizer() override;
 
   absl::StatusOr<std::vector<int32_t>> encode_text(std::string_view text, bool add_special) const override;
@@ -54,8 +65,8 @@ class BpeTokenizer final : public TextTokenizer {
   struct Regex;  // a compiled PCRE2 pattern
 
   BpeTokenizer() = default;
-  absl::Status parse_tokenizer_json(const std::string& path);
-  absl::Status parse_config(const std::string& dir);
+  absl::Status parse_tokenizer_json(const TokenizerFiles& files);
+  absl::Status parse_config(const TokenizerFiles& files);
   // Leftmost-longest added token at or after `from` among those with `normalized` equal to the
   // flag; returns its index in added_ or -1, and its start in *at.
   int find_added(std::string_view text, size_t from, bool normalized, size_t* at) const;

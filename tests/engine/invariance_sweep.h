@@ -20,8 +20,9 @@ struct SweepReport {
 struct SweepOptions {
   bool stop_at_first_difference = false;
   bool thread_cases = true;  // the cases that vary only the CPU thread count
-  // Only the first case of each kind (chunk cap, budget, random mix, prefix hit, preemption, block
-  // size, threads): for compute-sanitizer's racecheck, under which one case takes tens of seconds.
+  // Only the last (cheapest) case of each kind (chunk cap, budget, random mix, prefix hit,
+  // preemption, block size, threads): for compute-sanitizer's racecheck, under which one case
+  // takes tens of seconds.
   bool one_case_per_kind = false;
 };
 

@@ -89,7 +89,9 @@ TEST(GpuGraphs, DecodeStepsReplayedFromGraphsKeepEveryRowsBitsAtBucketEdges) {
   ASSERT_TRUE(model.ok()) << model.status();
   Model& m = **model;
   std::map<Mode, bool> default_padding_differs;
-  for (const int n : {1, 2, 3, 8, 9, 16, 17, 128, 129, 256, 257}) {
+  // Under racecheck the small bucket edges only (every one of them a capture and replays; the
+  // padding inverse is asserted on the full list, in the gpu label and under memcheck).
+  for (const int n : sweep<int>({1, 2, 3, 8, 9, 16, 17, 128, 129, 256, 257}, {1, 2, 3, 8, 9})) {
     for (const Mode mode : {Mode::kInvariant, Mode::kDefault}) {
       const EdgeCase c{n, mode};
       SCOPED_TRACE(::testing::PrintToString(c));
@@ -129,7 +131,8 @@ TEST(GpuGraphs, DecodeStepsReplayedFromGraphsKeepEveryRowsBitsAtBucketEdges) {
       EXPECT_GE(after.replays - before.replays, 2);
     }
   }
-  EXPECT_TRUE(default_padding_differs[Mode::kDefault])
+  if (!sanitizer_shapes())
+    EXPECT_TRUE(default_padding_differs[Mode::kDefault])
       << "padding never changed a default-mode row: the reason default mode records exact shapes is untested";
 }
 
@@ -145,10 +148,11 @@ TEST(GpuGraphs, PrefillAndMixedStepsRunWithoutGraphs) {
   EXPECT_EQ((*model)->graph_stats().captures, 0);
 }
 
-// Requests arriving in groups, so that pure decode steps of 1..35 sequences cross bucket edges.
+// Requests arriving in groups, so that pure decode steps of 1..35 sequences cross bucket edges
+// (under racecheck the first two groups: decode steps of 1..9 sequences, edges 1, 2, 4 and 8).
 std::vector<Arrival> grouped_arrivals(int vocab) {
   std::vector<Arrival> arrivals;
-  const int groups[][2] = {{0, 3}, {9, 6}, {20, 8}, {31, 18}};
+  const std::vector<std::pair<int, int>> groups = sweep<std::pair<int, int>>({{0, 3}, {9, 6}, {20, 8}, {31, 18}}, {{0, 3}, {9, 6}});
   uint64_t id = 1;
   for (const auto& [step, count] : groups) {
     for (int i = 0; i < count; ++i, ++id) {

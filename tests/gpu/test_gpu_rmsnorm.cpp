@@ -124,7 +124,8 @@ TEST(GpuRmsNorm, InvariantRowAloneEqualsRowInAnyBatch) {
     const auto target = random_bf16(size_t(dim), 51, 3.f);
     const auto w = random_bf16(size_t(dim), 52, 1.5f);
     const std::vector<bf16> alone = norm_row_in_batch(*gpu, Mode::kInvariant, target, w, 1, 0, 53);
-    for (int64_t rows : {2, 3, 8, 33, 132, 133, 512, 4096}) {
+    // Under racecheck: one batch below and one above the 132 SMs (rows split or not in default mode).
+    for (int64_t rows : sweep<int64_t>({2, 3, 8, 33, 132, 133, 512, 4096}, {2, 133})) {
       for (int64_t position : {int64_t(0), rows / 2, rows - 1}) {
         SCOPED_TRACE(absl::StrCat("dim=", dim, " rows=", rows, " row ", position));
         EXPECT_TRUE(same_bits(alone, norm_row_in_batch(*gpu, Mode::kInvariant, target, w, rows, position, 60 + rows)));
@@ -133,28 +134,56 @@ TEST(GpuRmsNorm, InvariantRowAloneEqualsRowInAnyBatch) {
   }
 }
 
+// Every row of `x` (rows x dim) normalised alone, one launch of rows = 1 per row, into one output:
+// the rows-alone reference with one upload and one download (a launch per row, not a copy per row).
+std::vector<bf16> norm_rows_alone(const Backend& backend, Mode mode, int64_t rows, int64_t dim, const std::vector<bf16>& x,
+                                  const std::vector<bf16>& weight) {
+  auto dx = device_copy(backend, x);
+  auto dw = device_copy(backend, weight);
+  DeviceBuffer<bf16> y(backend, size_t(rows * dim));
+  ExecContext ctx;
+  ctx.mode = mode;
+  for (int64_t r = 0; r < rows; ++r) {
+    RmsNormArgs a;
+    a.x = dx->data() + r * dim;
+    a.weight = dw->data();
+    a.rows = 1;
+    a.dim = dim;
+    a.eps = 1e-6f;
+    a.y = y.data() + r * dim;
+    a.plan = plan_row_reduce(mode, 1, dim, ctx.parallel_units);
+    const absl::Status st = backend.rmsnorm(ctx, a);
+    EXPECT_TRUE(st.ok()) << st;
+  }
+  EXPECT_TRUE(backend.synchronize(ctx).ok());
+  EXPECT_EQ(y.check_guards(), "");
+  return y.download();
+}
+
 TEST(GpuRmsNorm, DefaultModeRowAloneDiffersFromRowInLargeBatch) {
   SAMEBITS_REQUIRE_GPU();
   // Alone, a row of 4096 is split into 128 parts; inside 512 rows it is one part. The sums of
   // squares then differ in most rows, but y = bf16(bf16(h * inv) * w) changes only where a rounding
   // boundary is crossed: about 0.4% of rows (a host simulation of both orders: 2 of 512). 4096 rows
-  // are probed (about 16 expected), and the sums' visible effect is counted.
-  const int64_t rows = 512, dim = 4096, batches = 8;
+  // are probed (about 16 expected), and the sums' visible effect is counted. Under racecheck one
+  // batch of 512 runs (both routes, hazards are what is looked for there); the difference is
+  // asserted on the full run (the gpu label and memcheck).
+  const int64_t rows = 512, dim = 4096, batches = sanitizer_shapes() ? 1 : 8;
   const auto w = random_bf16(size_t(dim), 72, 1.5f);
   int differing = 0;
   for (int64_t b = 0; b < batches; ++b) {
     const auto x = random_bf16(size_t(rows * dim), 71 + uint64_t(b), 3.f);
     const NormOut batch = run_norm(*gpu, Mode::kDefault, rows, dim, x, nullptr, w);
+    const std::vector<bf16> alone = norm_rows_alone(*gpu, Mode::kDefault, rows, dim, x, w);
     for (int64_t r = 0; r < rows; ++r) {
-      const std::vector<bf16> row(x.begin() + r * dim, x.begin() + (r + 1) * dim);
-      const NormOut alone = run_norm(*gpu, Mode::kDefault, 1, dim, row, nullptr, w);
+      const std::vector<bf16> row_alone(alone.begin() + r * dim, alone.begin() + (r + 1) * dim);
       const std::vector<bf16> in_batch(batch.y.begin() + r * dim, batch.y.begin() + (r + 1) * dim);
-      differing += same_bits(alone.y, in_batch) ? 0 : 1;
+      differing += same_bits(row_alone, in_batch) ? 0 : 1;
     }
   }
   std::printf("default rmsnorm dim=%lld: %d of %lld rows differ alone vs inside %lld rows\n", (long long)dim,
               differing, (long long)(rows * batches), (long long)rows);
-  EXPECT_GT(differing, 0);
+  if (!sanitizer_shapes()) EXPECT_GT(differing, 0);
 }
 
 TEST(GpuRmsNorm, RunToRunBothModes) {

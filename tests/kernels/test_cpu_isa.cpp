@@ -54,9 +54,11 @@ std::vector<IsaLinearCase> isa_linear_cases() {
   std::vector<IsaLinearCase> out;
   for (Isa isa : {Isa::kAvx2, Isa::kAvx512}) {
     // {2, 4100, 520}: a weight of 4.3 MB, larger than one core's cache, which rows without a
-    // panel read with prefetching (kernels/cpu/linear_simd.h).
+    // panel read with prefetching (kernels/cpu/linear_simd.h). {7, 6, 1100} and {67, 5, 2072}: K
+    // over several of the AVX2 panel's K chunks (kernels/cpu/linear_avx2_body.h), odd rows.
     for (auto [M, N, K] : {std::tuple<int64_t, int64_t, int64_t>{1, 1, 1}, {1, 5, 15}, {3, 7, 17}, {5, 67, 256},
-                           {1, 512, 256}, {70, 9, 768}, {130, 66, 300}, {4, 258, 256}, {2, 4100, 520}}) {
+                           {1, 512, 256}, {70, 9, 768}, {130, 66, 300}, {4, 258, 256}, {2, 4100, 520},
+                           {7, 6, 1100}, {67, 5, 2072}}) {
       for (int split_k : {1, 2, 3, 16}) {
         out.push_back({isa, M, N, K, split_k, (M + split_k) % 2 == 0, N % 3 == 0});
       }

@@ -5,7 +5,9 @@
 
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
+#include "fuzz/tokenizer_input.h"
 #include "models/tiny_qwen/bpe_tokenizer.h"
 #include "models/tiny_qwen/model_source.h"
 #include "nlohmann/json.hpp"
@@ -139,6 +141,23 @@ TEST_F(BadTokenizerFile, NamesFileAndField) {
       {"/model/merges/0", json::array({"h", "zz-not-a-token"}), "model.merges: entry 0"},
       {"/model/dropout", 0.1, "model.dropout"},
       {"/post_processor", json{{"type", "TemplateProcessing"}}, "post_processor.type"},
+      // Fields of another type (these threw from nlohmann's value()) and ids that sized a table.
+      {"/model/type", 5, "model.type: 5 is not a string"},
+      {"/model/byte_fallback", "no", "model.byte_fallback: \"no\" is not true or false"},
+      {"/model/ignore_merges", 1, "model.ignore_merges: 1 is not true or false"},
+      {"/model/merges", json::object(), "model.merges: {} is not a list"},
+      {"/normalizer", 5, "normalizer: 5 is not an object"},
+      {"/normalizer", json{{"type", "Sequence"}, {"normalizers", json::array({"NFC"})}}, "normalizer.normalizers[0]: \"NFC\" is not an object"},
+      {"/pre_tokenizer/pretokenizers/1", 5, "pre_tokenizer.pretokenizers[1]: 5 is not an object"},
+      {"/pre_tokenizer/pretokenizers/0/behavior", false, "pretokenizers[0].behavior: false is not a string"},
+      {"/pre_tokenizer/pretokenizers/1/use_regex", "yes", "pretokenizers[1].use_regex"},
+      {"/pre_tokenizer/pretokenizers", "Split", "pre_tokenizer.pretokenizers: \"Split\" is not a list"},
+      {"/added_tokens/0/special", "yes", "added_tokens[0].special: \"yes\" is not true or false"},
+      {"/added_tokens/0/content", 7, "added_tokens[0].content: 7 is not a string"},
+      {"/added_tokens/0/id", 2000000000, "added_tokens[0].id: '<|endoftext|>': id 2000000000 is not an integer in [0, "},
+      {"/model/vocab/!", 2147483647, "model.vocab: '!': id 2147483647 is not an integer in [0, "},
+      {"/added_tokens", json::object(), "added_tokens: {} is not a list"},
+      {"/decoder", "ByteLevel", "decoder: \"ByteLevel\" is not an object"},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.pointer);
@@ -148,6 +167,63 @@ TEST_F(BadTokenizerFile, NamesFileAndField) {
     EXPECT_NE(err.find("tokenizer.json: "), std::string::npos) << err;
     EXPECT_NE(err.find(c.expect), std::string::npos) << err;
   }
+}
+
+TEST_F(BadTokenizerFile, TopLevelNotAnObject) {
+  doc_ = json::array();
+  EXPECT_NE(load_error().find("tokenizer.json: (top level): [] is not an object"), std::string::npos);
+}
+
+// tokenizer_config.json beside the fixture's tokenizer.json, read through from_files.
+TEST(BpeTokenizer, BadTokenizerConfigNamesFileAndField) {
+  std::ifstream in(checkpoint_dir() + "/tokenizer.json");
+  std::stringstream text;
+  text << in.rdbuf();
+  struct Case {
+    const char* config;
+    const char* expect;
+  };
+  const Case cases[] = {
+      {"[]", "tokenizer_config.json: (top level): [] is not an object"},
+      {R"({"add_bos_token":"true"})", "tokenizer_config.json: add_bos_token: \"true\" is not true or false"},
+      {R"({"clean_up_tokenization_spaces":1})", "clean_up_tokenization_spaces: 1 is not true or false"},
+      {R"({"add_bos_token":true,"bos_token":{"content":5}})", "bos_token.content: 5 is not a string"},
+      {R"({"add_bos_token":true,"bos_token":"<nope>"})", "bos_token: \"<nope>\" is not an added token"},
+      {R"({"chat_template":1e309})", "tokenizer_config.json"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.config);
+    TokenizerFiles files{"ckpt", text.str(), std::string(c.config), std::nullopt};
+    auto t = BpeTokenizer::from_files(files);
+    ASSERT_FALSE(t.ok());
+    EXPECT_NE(std::string(t.status().message()).find(c.expect), std::string::npos) << t.status();
+  }
+  // Named templates whose entries are not objects are skipped, not thrown on.
+  TokenizerFiles named{"ckpt", text.str(), std::string(R"({"chat_template":[1,{"name":2},{"name":"default","template":"x"}]})"),
+                       std::nullopt};
+  auto t = BpeTokenizer::from_files(named);
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_FALSE((*t)->chat_template().ok());  // "x" is not a template samebits renders
+}
+
+// The fuzz target's seeds (fuzz/corpus/fuzz_tokenizer, written by fuzz/corpus/text_seeds.py) load:
+// the fuzzer starts from valid tokenizers and spends its executions past the format checks.
+TEST(BpeTokenizer, FuzzSeedsLoad) {
+  int seeds = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(testing::source_dir() + "/fuzz/corpus/fuzz_tokenizer")) {
+    SCOPED_TRACE(entry.path().string());
+    std::ifstream in(entry.path(), std::ios::binary);
+    std::stringstream bytes;
+    bytes << in.rdbuf();
+    const TokenizerFiles files = split_tokenizer_input(bytes.str());
+    auto t = BpeTokenizer::from_files(files);
+    ASSERT_TRUE(t.ok()) << t.status();
+    auto ids = (*t)->encode_text("Hello world", true);
+    ASSERT_TRUE(ids.ok());
+    EXPECT_FALSE(ids->empty());
+    ++seeds;
+  }
+  EXPECT_GE(seeds, 4);
 }
 
 TEST(BpeTokenizer, CheckpointDirectoryResolvesWithItsTokenizer) {

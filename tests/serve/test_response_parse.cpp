@@ -147,5 +147,69 @@ TEST(StreamErrors, AreErrors) {
   EXPECT_FALSE(parse_token_id_placeholder("Richard").has_value());
 }
 
+// Bodies that threw or wrapped before the readers checked types and ranges (client mode: a server's
+// answers are as hostile as any file).
+TEST(HostileBodies, AreOneErrorNamingTheField) {
+  struct Case {
+    const char* body;
+    const char* expect;
+  };
+  const Case bodies[] = {
+      {"{\"choices\":[{\"text\":\"a\",\"token_ids\":[4294967301]}]}", "choices[0].token_ids[0]: 4294967301 is not a token id"},
+      {"{\"choices\":[{\"text\":\"a\",\"token_ids\":[-1]}]}", "choices[0].token_ids[0]: -1 is not a token id"},
+      {"{\"choices\":[{\"text\":\"a\",\"x\":1e309}]}", "the response body"},
+      {"not json", "the response body"},
+      {"[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[", "the response body"},
+  };
+  for (const Case& c : bodies) {
+    SCOPED_TRACE(c.body);
+    auto choice = parse_choice_body(Api::kCompletions, c.body);
+    ASSERT_FALSE(choice.ok());
+    EXPECT_NE(std::string(choice.status().message()).find(c.expect), std::string::npos) << choice.status();
+  }
+  auto ok = parse_choice_body(Api::kCompletions, "{\"choices\":[{\"text\":\"a\",\"token_ids\":[2147483647]}]}");
+  ASSERT_TRUE(ok.ok()) << ok.status();
+  EXPECT_EQ(ids_of(*ok), std::vector<int32_t>{2147483647});
+}
+
+TEST(ModelList, ReadsSamebitsExtensionAndRefusesBadFields) {
+  const std::string good =
+      R"({"data":[{"id":5},{"id":"other"},{"id":"m","created":7,"samebits":{"weights_digest":"00000000000000ff",)"
+      R"("kernel_set_version":3,"backend_id":"cpu","mode":"default"}}]})";
+  auto info = parse_model_list(good, "m");
+  ASSERT_TRUE(info.ok()) << info.status();
+  EXPECT_TRUE(info->is_samebits);
+  EXPECT_EQ(info->weights_digest, 0xffu);
+  EXPECT_EQ(info->kernel_set_version, 3);
+  EXPECT_EQ(info->backend_id, "cpu");
+  EXPECT_EQ(info->mode, Mode::kDefault);
+  EXPECT_EQ(info->card.find("created"), std::string::npos);
+  auto plain = parse_model_list(R"({"data":[{"id":"m","owned_by":"vllm"}]})", "m");
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  EXPECT_FALSE(plain->is_samebits);
+  EXPECT_TRUE(absl::IsNotFound(parse_model_list(R"({"data":[]})", "m").status()));
+  struct Case {
+    const char* ext;
+    const char* expect;
+  };
+  // Each of these threw (value() of another type) or converted a double out of int's range.
+  const Case cases[] = {
+      {R"({"kernel_set_version":1e300})", "samebits.kernel_set_version: 1e+300 is not a non-negative integer"},
+      {R"({"kernel_set_version":"3"})", "samebits.kernel_set_version"},
+      {R"({"weights_digest":7})", "samebits.weights_digest: 7 is not 16 hex digits"},
+      {R"({"backend_id":[]})", "samebits.backend_id"},
+      {R"({"mode":"fast"})", "samebits.mode: \"fast\" is not invariant or default"},
+      {R"(true)", "samebits.: true is not an object"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.ext);
+    auto bad = parse_model_list(std::string(R"({"data":[{"id":"m","samebits":)") + c.ext + "}]}", "m");
+    ASSERT_FALSE(bad.ok());
+    EXPECT_NE(std::string(bad.status().message()).find(c.expect), std::string::npos) << bad.status();
+  }
+  EXPECT_FALSE(parse_model_list(R"({"data":{}})", "m").ok());
+  EXPECT_FALSE(parse_model_list("{\"data\":[1e309]}", "m").ok());
+}
+
 }  // namespace
 }  // namespace samebits::client
