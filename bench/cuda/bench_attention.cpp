@@ -5,7 +5,8 @@
 // launched without host mirrors and timed as graph replays (-contig: tables of consecutive blocks,
 // -mirrors: with host mirrors, calls timed);
 // decode-graph: the small batches again, timed as replays of a CUDA graph of the calls (device
-// time without each call's host work, as the engine's captured steps see it);
+// time without each call's host work, as the engine's captured steps see it); decode-kernel,
+// decode-kernel-wide, decode-64row: the decode routes forced (AttentionRoute);
 // floor = the K and V bytes read once at the measured copy bandwidth (frac_bw = floor / time).
 // Prefill: one chunk of 64..4096 tokens over an empty cache (causal); floor = the QK^T and PV multiply-adds at the dense bf16
 // tensor-core rate (989 TFLOP/s datasheet; frac_tc = floor / time). Time per call from CUDA events
@@ -227,8 +228,11 @@ int main(int argc, char** argv) {
     // Both kernels that can take decode tiles, forced (kAuto picks one by the batch).
     for (int seqs : {16, 64}) {
       for (int64_t context : {2048, 8192}) {
-        for (AttentionRoute route : {AttentionRoute::kDecodeKernel, AttentionRoute::kGeneralOnly}) {
-          const char* kernel = route == AttentionRoute::kDecodeKernel ? "decode-kernel/" : "decode-64row/";
+        for (AttentionRoute route :
+             {AttentionRoute::kDecodeKernel, AttentionRoute::kDecodeKernelWide, AttentionRoute::kGeneralOnly}) {
+          const char* kernel = route == AttentionRoute::kDecodeKernel       ? "decode-kernel/"
+                               : route == AttentionRoute::kDecodeKernelWide ? "decode-kernel-wide/"
+                                                                            : "decode-64row/";
           benchmark::RegisterBenchmark(
               absl::StrCat(kernel, m, "/batch=", seqs, "/context=", context).c_str(),
               [=](benchmark::State& st) { run(st, mode, seqs, context, 1, 128, false, route); })

@@ -5,9 +5,9 @@
 // batch and its row in it. Contexts of 560 keys cross the 256-key split boundary twice. Default
 // mode must be SEEN to differ (split count from the batch; cached/new keys merged separately).
 // The CUDA backend's two kernel routes for a sequence's last tile of 1..16 rows (one warp per
-// segment, or the 64-row kernel) must give the same bits under every plan, with launches sized
-// from host mirrors or from shape bounds; a bad layout without host mirrors is reported by the
-// device.
+// segment, in blocks of one or more warps, or the 64-row kernel) must give the same bits under
+// every plan, with launches sized from host mirrors or from shape bounds; a bad layout without host
+// mirrors is reported by the device.
 #include <gtest/gtest.h>
 
 #include <optional>
@@ -230,6 +230,9 @@ absl::Status general_kernel_only(const ExecContext& ctx, const AttentionArgs& a)
 absl::Status decode_kernel_always(const ExecContext& ctx, const AttentionArgs& a) {
   return cuda_attention_routed(ctx, a, AttentionRoute::kDecodeKernel);
 }
+absl::Status decode_kernel_wide_blocks(const ExecContext& ctx, const AttentionArgs& a) {
+  return cuda_attention_routed(ctx, a, AttentionRoute::kDecodeKernelWide);
+}
 
 struct RouteCase {
   Mode mode;
@@ -297,12 +300,15 @@ TEST(GpuAttention, DecodeKernelEqualsGeneralKernelBitwise) {
         o.host_mirrors = true;
         o.attention = decode_kernel_always;  // kAuto may give small batches to the 64-row kernel
         auto decode = route_step(*gpu, shape, seqs, cached, o);
+        o.attention = decode_kernel_wide_blocks;  // blocks of up to 8 warps, as large batches get
+        auto wide = route_step(*gpu, shape, seqs, cached, o);
         o.attention = general_kernel_only;
         auto general = route_step(*gpu, shape, seqs, cached, o);
         ASSERT_TRUE(automatic.ok()) << automatic.status();
         ASSERT_TRUE(bounded.ok()) << bounded.status();
         ASSERT_TRUE(general.ok()) << general.status();
         ASSERT_TRUE(decode.ok()) << decode.status();
+        ASSERT_TRUE(wide.ok()) << wide.status();
         ASSERT_TRUE(cpu.ok()) << cpu.status();
         for (size_t i = 0; i < seqs.size(); ++i) {
           const int64_t at = first_diff((*general)[i], (*automatic)[i]);
@@ -311,6 +317,9 @@ TEST(GpuAttention, DecodeKernelEqualsGeneralKernelBitwise) {
           const int64_t at_decode = first_diff((*general)[i], (*decode)[i]);
           EXPECT_EQ(at_decode, -1) << "sequence " << i << " on the decode kernel: first difference at element "
                                    << at_decode;
+          const int64_t at_wide = first_diff((*general)[i], (*wide)[i]);
+          EXPECT_EQ(at_wide, -1) << "sequence " << i << " on the decode kernel's widest blocks: first difference at "
+                                 << "element " << at_wide;
           const int64_t at_bounded = first_diff((*general)[i], (*bounded)[i]);
           EXPECT_EQ(at_bounded, -1) << "sequence " << i << " without host mirrors: first difference at element "
                                     << at_bounded;
