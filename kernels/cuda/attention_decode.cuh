@@ -2,14 +2,14 @@
 // rows (a decode's GQA heads, or the last query tokens of a chunk), one warp per (tile, segment).
 //
 // Why: such a tile fills one warp's 16 mma rows at most, so the 64-row kernel (attention_kernel.cuh)
-// left three of its four warps idle. Here a block is one warp that owns segments of one (sequence,
-// kv head). Its K and V rows stream through a ring of kRing buffers of HALF a sub-block's K (or V)
-// rows each (32 keys, swizzled, 8 KiB at head_dim 128), in the order K lo, K hi, V lo, V hi of
-// each sub-block over all its segments: a K half is refilled as soon as its scores are computed,
-// while the softmax and P V still run, and the first rows of the warp's next segment load during
-// the last sub-block of the current one. Small buffers let many warps share an SM: at short
-// contexts (a large batch of decodes, one or two sub-blocks per warp) a warp's life is mostly
-// waiting, and only more warps per SM hide it.
+// left three of its four warps idle. Here each warp owns segments of one (sequence, kv head); a
+// block holds kWarps of them, kv heads blockIdx.y * kWarps .. + kWarps - 1 of one sequence (same
+// keys per head, so the warps run the same code together: attention.cu says when). A warp's K and
+// V rows stream through a ring of kRing buffers of HALF a sub-block's K (or V) rows each (32 keys,
+// swizzled, 8 KiB at head_dim 128), in the order K lo, K hi, V lo, V hi of each sub-block over all
+// its segments: a K half is refilled as soon as its scores are computed, while the softmax and
+// P V still run, and the first rows of the warp's next segment load during the last sub-block of
+// the current one. Small buffers let eight warps share an SM at head_dim 128 (six before).
 // kHalves = 1 (every decode tile of the launch holds at most 8 rows, e.g. 4 GQA heads x 1 token):
 // the mma rows 8..15 take no registers and the Q tile holds 8 rows (attend_* in
 // attention_kernel.cuh), so at head_dim 128 eight warps fit an SM (26 KiB each with kRing = 3).
@@ -19,7 +19,8 @@
 // segment's key range is neither copied nor multiplied (its scores are masked whatever they
 // hold); a V half wholly beyond the context is not copied and enters P V as zero fragments (what
 // the zero-filled copy would have held).
-// The grid is implicit, (segment slot, kv head, sequence): every block reads query_start /
+// For launches of few warps attention_decode_chain.cuh is faster (attention.cu chooses).
+// The grid is implicit, (segment slot, kv head group, sequence): every block reads query_start /
 // context_lens on the device, computes segments slot, slot + gridDim.x, ... of its tile, and leaves
 // when there are none, so no work list is built or copied.
 //
