@@ -23,6 +23,26 @@ std::string read_text(const std::string& path) {
   return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
+ScopedEnv::ScopedEnv(const char* name, const char* value) : name_(name) {
+  if (const char* old = std::getenv(name)) {
+    had_ = true;
+    saved_ = old;
+  }
+  if (value != nullptr) {
+    ::setenv(name, value, 1);
+  } else {
+    ::unsetenv(name);
+  }
+}
+
+ScopedEnv::~ScopedEnv() {
+  if (had_) {
+    ::setenv(name_.c_str(), saved_.c_str(), 1);
+  } else {
+    ::unsetenv(name_.c_str());
+  }
+}
+
 Outcome run_samebits(const std::string& args) {
   const std::string out = temp_path("stdout"), err = temp_path("stderr");
   const std::string cmd = std::string("cd '") + SAMEBITS_SOURCE_DIR + "' && '" + SAMEBITS_EXE + "' " + args + " >'" +

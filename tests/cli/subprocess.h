@@ -4,6 +4,20 @@
 
 namespace samebits::testing {
 
+// Sets (or, with nullptr, removes) an environment variable for the scope's lifetime; the
+// processes run_samebits starts inherit it.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value);
+  ~ScopedEnv();
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  std::string name_, saved_;
+  bool had_ = false;
+};
+
 struct Outcome {
   int code = -1;
   std::string out, err;

@@ -26,6 +26,36 @@ TEST(Cli, HelpEverywhere) {
   }
 }
 
+// The spin count libgomp reports (OMP_DISPLAY_ENV=verbose) in the last process image of one run of
+// `samebits info`: 0 is the passive policy, 300000 libgomp's own default.
+std::string openmp_spin_count() {
+  const testing::ScopedEnv display("OMP_DISPLAY_ENV", "verbose");
+  const testing::Outcome o = run_samebits("info");
+  const std::string key = "GOMP_SPINCOUNT = '";
+  const size_t at = o.err.rfind(key);
+  if (o.code != 0 || at == std::string::npos) return "not reported: " + o.err;
+  return o.err.substr(at + key.size(), o.err.find('\'', at + key.size()) - at - key.size());
+}
+
+// Worker threads wait passively between parallel regions (no spinning on shared cores) unless the
+// user chose a policy, which is kept.
+TEST(Cli, OpenMpWorkersWaitPassivelyUnlessTold) {
+  const testing::ScopedEnv no_spin_count("GOMP_SPINCOUNT", nullptr);
+  {
+    const testing::ScopedEnv unset("OMP_WAIT_POLICY", nullptr);
+    EXPECT_EQ(openmp_spin_count(), "0");
+  }
+  {
+    const testing::ScopedEnv active("OMP_WAIT_POLICY", "active");
+    EXPECT_EQ(openmp_spin_count(), "30000000000");
+  }
+  {
+    const testing::ScopedEnv unset("OMP_WAIT_POLICY", nullptr);
+    const testing::ScopedEnv spins("GOMP_SPINCOUNT", "1234");
+    EXPECT_EQ(openmp_spin_count(), "1234");
+  }
+}
+
 TEST(Cli, UsageErrorsExitTwo) {
   const std::string cases[] = {"", "frobnicate", "run", "run scenarios/smoke.yaml --mode fast",
                                "run scenarios/smoke.yaml --samples 0", "run scenarios/smoke.yaml --backend tpu",

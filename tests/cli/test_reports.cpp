@@ -7,6 +7,7 @@
 #include "gtest/gtest.h"
 #include "harness/report/report.h"
 #include "harness/scenario/experiment.h"
+#include "tests/cli/subprocess.h"
 #include "tests/golden/synthetic_results.h"
 
 namespace samebits {
@@ -106,11 +107,8 @@ TEST(Reports, ProgressLineEstimatesTheTimeLeft) {
 
 TEST(Reports, NoProgressLineInCi) {
   // Whatever stderr is, CI=true keeps the line out of the log.
-  const char* old = std::getenv("CI");
-  const std::string saved = old ? old : "";
-  ::setenv("CI", "true", 1);
+  const testing::ScopedEnv ci("CI", "true");
   EXPECT_FALSE(ProgressLine::wanted_on_stderr());
-  if (old) ::setenv("CI", saved.c_str(), 1); else ::unsetenv("CI");
 }
 
 // The experiment reports each mode's progress through the caller's callback: from 0, never going
