@@ -31,10 +31,12 @@ case "$MODE" in
   nightly) RUNS="${2:-10000000}"; JOBS="${FUZZ_JOBS:-32}" ;;
   *) echo "usage: ci/fuzz.sh ci [SECONDS] | nightly [RUNS]" >&2; exit 2 ;;
 esac
-# Cheapest first (by executions per CPU second, measured; the last ones parse, check and write
-# back whole documents per execution).
-TARGETS=(fuzz_hf_config fuzz_http_request fuzz_client_response fuzz_safetensors_header fuzz_tokenizer fuzz_scenario
-  fuzz_golden fuzz_trace fuzz_results)
+# Cheapest first, by executions per CPU second measured with the seeds and -max_len below
+# (2026-12-01; dev machine, AMD EPYC / H200 host, 16 vCPUs, 12 workers): safetensors header
+# 29.6k / 16k, config.json 18.9k / 12.2k, HTTP request 23k / 11.4k, client responses 12k / 7.5k,
+# golden 12k, results 7.8k, trace 6.5k, scenario 6.5k, tokenizer files 4.1k / 1.5k.
+TARGETS=(fuzz_safetensors_header fuzz_hf_config fuzz_http_request fuzz_client_response fuzz_golden fuzz_results
+  fuzz_trace fuzz_scenario fuzz_tokenizer)
 # Largest input each target generates (libFuzzer's -max_len). Every execution parses its whole
 # input, so the time per execution grows with it: the limits sit just above the largest seed of each
 # corpus (fuzz/corpus/regenerate.sh and text_seeds.py keep the seeds as small as their formats

@@ -2,7 +2,8 @@
 # Runs prebuilt CUDA test and bench binaries on a GPU machine and writes logs and JSON into OUT:
 #   ci/gpu_device_check.sh BIN_DIR OUT [tests|sanitizer|bench-matmul|bench-matmul-sweep|bench-attention|all]...
 # ATTENTION_BASELINE=DIR (optional): bench-attention also runs DIR/bench_cuda_attention (an older build,
-# DIR/lib beside it) and prints both side by side.
+# DIR/lib beside it) and prints both side by side. MATMUL_BASELINE=DIR: likewise for bench-matmul
+# (DIR/bench_cuda_matmul first, then this build's; bench/cuda/matmul_side_by_side.py joins the logs).
 # BIN_DIR holds gpu_tests, bench_cuda_matmul, bench_cuda_attention, samebits and lib/ (bundled shared
 # libraries, ../shared/tools/bundle-libs). Each step has its own time limit; a failing step does
 # not stop the others. Everything is packed into OUT/results.tgz (one file to copy back from the GPU machine).
@@ -33,7 +34,7 @@ fi
 if want memcheck-linear; then
   cs=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
   run_step memcheck_linear 150 "$cs" --tool memcheck --error-exitcode 9 "$bin/gpu_tests" \
-    --gtest_filter='GpuLinear.MatchesCpuBackend:GpuLinear.InvariantEveryTileConfigurationGivesTheSameBits'
+    --gtest_filter='GpuLinear.MatchesCpuBackend:GpuLinear.InvariantEveryTileConfigurationGivesTheSameBits:GpuLinear.ConfigurationTestSeesAPlantedKOrderChange'
 fi
 if want sanitizer; then
   cs=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
@@ -43,7 +44,15 @@ if want sanitizer; then
     --gtest_filter='GpuRmsNorm.MatchesCpuBackend:GpuLinear.MatchesCpuBackend:GpuAttention.MixedBatchMatchesCpuBackend:GpuAttention.RunToRunAndHostMirrorsDoNotMatter:GpuPointwise.SampleEqualsCpu:GpuPointwise.KvWrite*'
 fi
 if want bench-matmul; then
+  if [[ -n "${MATMUL_BASELINE:-}" ]]; then
+    base=$(cd "$MATMUL_BASELINE" && pwd)
+    LD_LIBRARY_PATH="$base/lib:/usr/local/cuda/lib64" run_step bench_matmul_baseline 420 "$base/bench_cuda_matmul"
+  fi
   run_step bench_matmul 420 "$bin/bench_cuda_matmul" --benchmark_out="$out/bench_matmul.json" --benchmark_out_format=json
+  if [[ -n "${MATMUL_BASELINE:-}" ]]; then
+    python3 "$(dirname "$0")/../bench/cuda/matmul_side_by_side.py" "$out/bench_matmul_baseline.log" \
+      "$out/bench_matmul.log" > "$out/matmul_compare.txt" 2>&1
+  fi
 fi
 if want bench-matmul-sweep; then
   run_step bench_matmul 240 "$bin/bench_cuda_matmul" --sweep --benchmark_out="$out/bench_matmul.json" --benchmark_out_format=json
@@ -84,5 +93,6 @@ for f in "$out"/bench_matmul.log "$out"/bench_attention.log; do
   [[ -f $f ]] && sed -n '/^N  \|^attention /,$p' "$f" | tail -80
 done
 [[ -f "$out/attention_compare.txt" ]] && cat "$out/attention_compare.txt"
+[[ -f "$out/matmul_compare.txt" ]] && cat "$out/matmul_compare.txt"
 printf '%s\n' "${summary[@]}" | tee "$out/summary.txt"
 tar -czf "$dest/results.tgz" -C "$out" .

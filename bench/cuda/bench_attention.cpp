@@ -1,8 +1,12 @@
 // Paged attention on CUDA, both modes, Qwen3-8B heads (32 q, 8 kv, head_dim 128; decode also with
 // head_dim 64, named hd=64), KV blocks of 16.
 // Decode: batch 1..256 sequences, context 128..8192 (and 32768 at batch 1 and 4), one query each;
+// decode-burst: 256 or 1000 sequences of 17..148 keys (the qwen3_8b_burst scenario's steps),
+// launched without host mirrors and timed as graph replays (-contig: tables of consecutive blocks,
+// -mirrors: with host mirrors, calls timed);
 // decode-graph: the small batches again, timed as replays of a CUDA graph of the calls (device
-// time without each call's host work, as the engine's captured steps see it);
+// time without each call's host work, as the engine's captured steps see it); decode-kernel,
+// decode-kernel-wide, decode-64row: the decode routes forced (AttentionRoute);
 // floor = the K and V bytes read once at the measured copy bandwidth (frac_bw = floor / time).
 // Prefill: one chunk of 64..4096 tokens over an empty cache (causal); floor = the QK^T and PV multiply-adds at the dense bf16
 // tensor-core rate (989 TFLOP/s datasheet; frac_tc = floor / time). Time per call from CUDA events
@@ -10,6 +14,7 @@
 // included in the time.
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <map>
@@ -37,20 +42,37 @@ struct Batch {
 
 void* device_alloc(size_t bytes) { return *gpu()->alloc(bytes); }
 
-// seqs sequences with `context` keys each, the last q_len of them computed now.
-std::unique_ptr<Batch> make_batch(int seqs, int64_t context, int64_t q_len, int hd) {
+// Context of sequence s in a burst of decodes (the qwen3_8b_burst scenario's shapes: prompts of
+// 16-48 tokens plus up to 100 generated): 17..148 keys, spread over the batch.
+int64_t burst_context(int s) { return 17 + (int64_t(s) * 37) % 132; }
+
+// The burst cases: block j of sequence s is block j * seqs + s (kScattered, kMirrors), as an
+// engine allocates a block per sequence every block_size decode steps, or s * 16 + j
+// (kContiguous); tables 16 blocks wide (a captured graph's width); launched without host mirrors
+// (sized from the shapes alone, as the engine's steps are) and timed as graph replays, except
+// kMirrors (host mirrors, calls timed with their host work).
+enum class Burst { kNone, kScattered, kContiguous, kMirrors };
+
+// seqs sequences with `context` keys each (a burst: burst_context(s) keys), the last q_len of them
+// computed now.
+std::unique_ptr<Batch> make_batch(int seqs, int64_t context, int64_t q_len, int hd, Burst kind = Burst::kNone) {
+  const bool burst = kind != Burst::kNone;
   auto b = std::make_unique<Batch>();
   const Backend& g = *gpu();
-  b->max_blocks = int((context + kBlock - 1) / kBlock);
+  b->max_blocks = burst ? 16 : int((context + kBlock - 1) / kBlock);
   b->num_blocks = int64_t(seqs) * b->max_blocks;
   b->qs.push_back(0);
   for (int s = 0; s < seqs; ++s) {
+    const int64_t len = burst ? burst_context(s) : context;
     b->qs.push_back(b->qs.back() + int32_t(q_len));
-    b->ctx.push_back(int32_t(context));
-    for (int j = 0; j < b->max_blocks; ++j) b->tables.push_back(s * b->max_blocks + j);
+    b->ctx.push_back(int32_t(len));
+    b->max_context = std::max(b->max_context, len);
+    for (int j = 0; j < b->max_blocks; ++j) {
+      const bool scattered = kind == Burst::kScattered || kind == Burst::kMirrors;
+      b->tables.push_back(scattered ? j * seqs + s : s * b->max_blocks + j);
+    }
   }
   b->T = b->qs.back();
-  b->max_context = context;
   const int64_t kv = b->num_blocks * kBlock * kHkv * hd;
   b->kc = static_cast<bf16*>(device_alloc(size_t(kv) * 2));
   b->vc = static_cast<bf16*>(device_alloc(size_t(kv) * 2));
@@ -83,13 +105,14 @@ void free_batch(Batch& b) {
 // graph: time replays of a CUDA graph of the calls (the device's time, bench_support.h) instead
 // of the calls themselves (which include each call's host work). route: which kernel takes the
 // decode tiles (kAuto: the backend's choice).
+// burst: decodes of burst_context() keys (make_batch).
 void run(benchmark::State& state, Mode mode, int seqs, int64_t context, int64_t q_len, int hd, bool graph = false,
-         AttentionRoute route = AttentionRoute::kAuto) {
+         AttentionRoute route = AttentionRoute::kAuto, Burst burst = Burst::kNone) {
   if (gpu() == nullptr) {
     state.SkipWithError("no CUDA device");
     return;
   }
-  std::unique_ptr<Batch> b = make_batch(seqs, context, q_len, hd);
+  std::unique_ptr<Batch> b = make_batch(seqs, context, q_len, hd, burst);
   ExecContext ctx;
   ctx.mode = mode;
   AttentionArgs a;
@@ -101,8 +124,9 @@ void run(benchmark::State& state, Mode mode, int seqs, int64_t context, int64_t 
   a.query_start = b->dqs;
   a.context_lens = b->dctx;
   a.block_tables = b->dtab;
-  a.host_query_start = b->qs.data();
-  a.host_context_lens = b->ctx.data();
+  const bool mirrors = burst == Burst::kNone || burst == Burst::kMirrors;
+  a.host_query_start = mirrors ? b->qs.data() : nullptr;
+  a.host_context_lens = mirrors ? b->ctx.data() : nullptr;
   a.num_seqs = seqs;
   a.max_blocks_per_seq = b->max_blocks;
   a.T = b->T;
@@ -112,7 +136,7 @@ void run(benchmark::State& state, Mode mode, int seqs, int64_t context, int64_t 
   a.block_size = kBlock;
   a.num_blocks = b->num_blocks;
   a.scale = float(1.0 / std::sqrt(double(hd)));
-  a.plan = plan_attention(mode, seqs, kHkv, context, kDefaultParallelUnits);
+  a.plan = plan_attention(mode, seqs, kHkv, b->max_context, kDefaultParallelUnits);
   a.out = b->out;
   bool failed = false;
   auto attend = [&](const ExecContext& c) {
@@ -141,7 +165,9 @@ void run(benchmark::State& state, Mode mode, int seqs, int64_t context, int64_t 
   const double t = total / std::max(1, n);
   state.counters["us"] = t * 1e6;
   if (q_len == 1) {
-    const double bytes = double(seqs) * context * kHkv * hd * 2.0 * 2.0;
+    double keys = 0;
+    for (int32_t len : b->ctx) keys += len;
+    const double bytes = keys * kHkv * hd * 2.0 * 2.0;
     state.counters["GBs"] = bytes / t / 1e9;
     state.counters["frac_bw"] = bytes / copy_bandwidth() / t;
   } else {
@@ -181,14 +207,38 @@ int main(int argc, char** argv) {
             ->UseManualTime()->Iterations(5)->Unit(benchmark::kMicrosecond);
       }
     }
+    // The qwen3_8b_burst scenario's decode steps: sequences of 17..148 keys (make_batch).
+    for (auto [kind, name] : {std::pair{Burst::kScattered, "decode-burst/"},
+                              {Burst::kContiguous, "decode-burst-contig/"},
+                              {Burst::kMirrors, "decode-burst-mirrors/"}}) {
+      for (int hd : {128, 64}) {
+        for (int seqs : {256, 1000}) {
+          if (kind != Burst::kScattered && (hd != 128 || seqs != 1000)) continue;
+          const Burst k = kind;
+          benchmark::RegisterBenchmark(absl::StrCat(name, m, "/", hd == 128 ? "" : "hd=64/", "batch=", seqs).c_str(),
+                                       [=](benchmark::State& st) {
+                                         run(st, mode, seqs, 0, 1, hd, k != Burst::kMirrors, AttentionRoute::kAuto, k);
+                                       })
+              ->UseManualTime()
+              ->Iterations(5)
+              ->Unit(benchmark::kMicrosecond);
+        }
+      }
+    }
     // Both kernels that can take decode tiles, forced (kAuto picks one by the batch).
     for (int seqs : {16, 64}) {
       for (int64_t context : {2048, 8192}) {
-        for (AttentionRoute route : {AttentionRoute::kDecodeKernel, AttentionRoute::kGeneralOnly}) {
-          const char* kernel = route == AttentionRoute::kDecodeKernel ? "decode-kernel/" : "decode-64row/";
-          benchmark::RegisterBenchmark(absl::StrCat(kernel, m, "/batch=", seqs, "/context=", context).c_str(),
-                                       [=](benchmark::State& st) { run(st, mode, seqs, context, 1, 128, false, route); })
-              ->UseManualTime()->Iterations(5)->Unit(benchmark::kMicrosecond);
+        for (AttentionRoute route :
+             {AttentionRoute::kDecodeKernel, AttentionRoute::kDecodeKernelWide, AttentionRoute::kGeneralOnly}) {
+          const char* kernel = route == AttentionRoute::kDecodeKernel       ? "decode-kernel/"
+                               : route == AttentionRoute::kDecodeKernelWide ? "decode-kernel-wide/"
+                                                                            : "decode-64row/";
+          benchmark::RegisterBenchmark(
+              absl::StrCat(kernel, m, "/batch=", seqs, "/context=", context).c_str(),
+              [=](benchmark::State& st) { run(st, mode, seqs, context, 1, 128, false, route); })
+              ->UseManualTime()
+              ->Iterations(5)
+              ->Unit(benchmark::kMicrosecond);
         }
       }
     }

@@ -1,16 +1,21 @@
 // Invariant matmul vs cuBLASLt (default mode: cuBLASLt's own heuristic, bf16 in, fp32 compute,
 // bf16 out) at the Qwen3-8B linear shapes (N, K) = (6144, 4096) qkv, (4096, 4096) o, (24576, 4096)
-// gate+up, (4096, 12288) down, (151936, 4096) lm_head, for M = 1 .. 8192. Per run: time per call
-// (CUDA events over a batch of calls, weights rotated among copies so that they do not sit in L2),
-// TFLOP/s and GB/s (x + w + y bytes once). The summary prints, per shape and M, both throughputs and
-// the ratio invariant / cuBLAS, then the geometric mean and the worst ratio.
+// gate+up, (4096, 12288) down, (151936, 4096) lm_head, for M = 1 .. 8192. Per case one benchmark
+// times, side by side, cuBLASLt, the invariant kernel's automatic choice and the previous automatic
+// choice (main before the cluster kernels; its configurations are unchanged in this build): each
+// iteration times a batch of calls of each (CUDA events, weights rotated among copies so that they
+// do not sit in L2), in an order that rotates from one iteration to the next, so that the GPU's
+// clock and power state (a GEMM at full rate lowers the clocks of what follows it) weigh on all
+// three alike. The summary prints, per shape and M, the throughputs and the ratios to cuBLAS, then
+// the geometric mean and the worst ratio of each.
 // Flags (before Google Benchmark's own): --sweep also times every tile configuration of the
-// invariant kernel (to tune the automatic choice); --quick uses fewer M values.
+// invariant kernel alone (to tune the automatic choice); --quick uses fewer M values.
 #include <cuda_runtime.h>
 
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -52,17 +57,23 @@ Operands& operands(int64_t N, int64_t K) {
   return *slot;
 }
 
-// config: -2 cuBLASLt (default mode), -1 invariant automatic choice, >= 0 forced configuration.
-void run(benchmark::State& state, int64_t N, int64_t K, int64_t M, int config) {
-  if (gpu() == nullptr) {
-    state.SkipWithError("no CUDA device");
-    return;
-  }
-  Operands& op = operands(N, K);
-  ExecContext ctx;
-  ctx.mode = config == -2 ? Mode::kDefault : Mode::kInvariant;
-  bool failed = false;
-  auto call = [&](int i) {
+// The automatic choice of main before the cluster kernels (2026-11-30, kernels/cuda/linear.cu):
+// swapped TMA tiles up to M = 64, then 128 x 128 tiles where they make about one wave, else the
+// swapped 64-row tiles. Configuration indices 11-14 are the same kernels in this build.
+int previous_auto_config(int64_t M, int64_t N) {
+  constexpr int kTma128x128 = 11, kSwap16 = 12, kSwap32 = 13, kSwap64 = 14;
+  if (M <= 16) return kSwap16;
+  if (M <= 32) return kSwap32;
+  if (M <= 64) return N >= 16384 ? kSwap64 : kSwap32;
+  return ((M + 127) / 128) * ((N + 127) / 128) >= 96 ? kTma128x128 : kSwap64;
+}
+
+// One call of linear at (N, K, M): config -2 cuBLASLt (default mode), -1 invariant automatic
+// choice, >= 0 forced configuration. Sets *failed on an error.
+std::function<void(int)> linear_call(Operands& op, int64_t N, int64_t K, int64_t M, int config, bool* failed) {
+  return [&op, N, K, M, config, failed](int i) {
+    ExecContext ctx;
+    ctx.mode = config == -2 ? Mode::kDefault : Mode::kInvariant;
     LinearArgs a;
     a.x = op.x;
     a.w = op.w[size_t(i) % op.w.size()];
@@ -72,8 +83,18 @@ void run(benchmark::State& state, int64_t N, int64_t K, int64_t M, int config) {
     a.y = op.y;
     a.plan = plan_matmul(ctx.mode, M, N, K, ctx.parallel_units);
     absl::Status st = config == -2 ? gpu()->linear(ctx, a) : cuda_linear_invariant(ctx, a, config);
-    failed = failed || !st.ok();
+    *failed = *failed || !st.ok();
   };
+}
+
+// One forced configuration alone (--sweep).
+void run(benchmark::State& state, int64_t N, int64_t K, int64_t M, int config) {
+  if (gpu() == nullptr) {
+    state.SkipWithError("no CUDA device");
+    return;
+  }
+  bool failed = false;
+  const auto call = linear_call(operands(N, K), N, K, M, config, &failed);
   const int reps = reps_for(call, 2e-3);
   double total = 0;
   int n = 0;
@@ -87,11 +108,49 @@ void run(benchmark::State& state, int64_t N, int64_t K, int64_t M, int config) {
     total += t;
     ++n;
   }
-  const double t = total / std::max(1, n);
-  state.counters["us"] = t * 1e6;
-  state.counters["TFLOPs"] = 2.0 * double(M) * N * K / t / 1e12;
-  state.counters["GBs"] = double(M * K + N * K + M * N) * 2.0 / t / 1e9;
-  if (config == -1) state.counters["config"] = cuda_linear_invariant_auto_config(M, N, K);
+  state.counters["us"] = total / std::max(1, n) * 1e6;
+}
+
+// cuBLASLt, the automatic choice and the previous automatic choice, side by side (see the top).
+void compare(benchmark::State& state, int64_t N, int64_t K, int64_t M) {
+  if (gpu() == nullptr) {
+    state.SkipWithError("no CUDA device");
+    return;
+  }
+  constexpr int kMethods = 3;
+  const char* names[kMethods] = {"cublas", "invariant", "previous"};
+  const int configs[kMethods] = {-2, cuda_linear_invariant_auto_config(M, N, K), previous_auto_config(M, N)};
+  bool failed = false;
+  std::function<void(int)> calls[kMethods];
+  int reps[kMethods];
+  for (int m = 0; m < kMethods; ++m) {
+    calls[m] = linear_call(operands(N, K), N, K, M, configs[m], &failed);
+    reps[m] = reps_for(calls[m], 2e-3);
+  }
+  double total[kMethods] = {};
+  int n = 0;
+  for (auto _ : state) {
+    double t[kMethods];
+    for (int j = 0; j < kMethods; ++j) {
+      const int m = (n + j) % kMethods;
+      t[m] = time_per_call(calls[m], reps[m]);
+      if (t[m] <= 0 || failed) {
+        state.SkipWithError("CUDA error");
+        return;
+      }
+    }
+    state.SetIterationTime(t[1]);
+    for (int m = 0; m < kMethods; ++m) total[m] += t[m];
+    ++n;
+  }
+  const double flops = 2.0 * double(M) * N * K;
+  for (int m = 0; m < kMethods; ++m) {
+    const double seconds = total[m] / std::max(1, n);
+    state.counters[absl::StrCat("us_", names[m])] = seconds * 1e6;
+    state.counters[absl::StrCat("TFLOPs_", names[m])] = flops / seconds / 1e12;
+  }
+  state.counters["config"] = configs[1];
+  state.counters["previous_config"] = configs[2];
 }
 
 std::string key(const char* kind, int64_t N, int64_t K, int64_t M) {
@@ -119,10 +178,8 @@ int main(int argc, char** argv) {
   for (const auto& s : kShapes) {
     for (int64_t M : Ms) {
       const int64_t N = s[0], K = s[1];
-      benchmark::RegisterBenchmark(key("cublas", N, K, M).c_str(), [=](benchmark::State& st) { run(st, N, K, M, -2); })
-          ->UseManualTime()->Iterations(5)->Unit(benchmark::kMicrosecond);
-      benchmark::RegisterBenchmark(key("invariant", N, K, M).c_str(), [=](benchmark::State& st) { run(st, N, K, M, -1); })
-          ->UseManualTime()->Iterations(5)->Unit(benchmark::kMicrosecond);
+      benchmark::RegisterBenchmark(key("compare", N, K, M).c_str(), [=](benchmark::State& st) { compare(st, N, K, M); })
+          ->UseManualTime()->Iterations(6)->Unit(benchmark::kMicrosecond);
       for (int c = 0; sweep && c < configs; ++c) {
         benchmark::RegisterBenchmark(key(absl::StrCat("cfg", c).c_str(), N, K, M).c_str(),
                                      [=](benchmark::State& st) { run(st, N, K, M, c); })
@@ -135,27 +192,30 @@ int main(int argc, char** argv) {
   CollectingReporter reporter;
   benchmark::RunSpecifiedBenchmarks(&reporter);
 
-  // Summary: per shape and M, cuBLAS vs invariant, the ratio, the geometric mean and the worst.
+  // Summary: per shape and M, cuBLAS vs invariant and vs the previous choice, the ratios, their
+  // geometric means and the worst. The columns up to the first ratio are those of earlier builds.
   const auto& r = reporter.results();
-  double log_sum = 0, worst = 1e9;
+  double log_sum[2] = {}, worst[2] = {1e9, 1e9};
   int count = 0;
-  std::printf("\n%-8s %-7s %-5s | %10s %8s | %10s %8s %4s | %6s", "N", "K", "M", "cuBLAS us", "TFLOP/s", "invar us",
-              "TFLOP/s", "cfg", "ratio");
+  std::printf("\n%-8s %-7s %-5s | %10s %8s | %10s %8s %4s | %6s | %10s %8s %4s | %6s", "N", "K", "M", "cuBLAS us",
+              "TFLOP/s", "invar us", "TFLOP/s", "cfg", "ratio", "prev us", "TFLOP/s", "cfg", "ratio");
   if (sweep) std::printf(" | best cfg (ratio)");
   std::printf("\n");
   for (const auto& s : kShapes) {
     for (int64_t M : Ms) {
-      auto c = r.find(key("cublas", s[0], s[1], M));
-      auto v = r.find(key("invariant", s[0], s[1], M));
-      if (c == r.end() || v == r.end() || c->second.counters.count("us") == 0 || v->second.counters.count("us") == 0) continue;
-      const double tc = c->second.counters.at("us"), tv = v->second.counters.at("us");
-      const double ratio = tc / tv;
-      log_sum += std::log(ratio);
-      worst = std::min(worst, ratio);
+      auto v = r.find(key("compare", s[0], s[1], M));
+      if (v == r.end() || v->second.counters.count("us_cublas") == 0) continue;
+      const auto& c = v->second.counters;
+      const double tc = c.at("us_cublas"), tv = c.at("us_invariant"), tp = c.at("us_previous");
+      const double ratio[2] = {tc / tv, tc / tp};
+      for (int i = 0; i < 2; ++i) {
+        log_sum[i] += std::log(ratio[i]);
+        worst[i] = std::min(worst[i], ratio[i]);
+      }
       ++count;
-      std::printf("%-8lld %-7lld %-5lld | %10.1f %8.1f | %10.1f %8.1f %4d | %6.3f", (long long)s[0], (long long)s[1],
-                  (long long)M, tc, c->second.counters.at("TFLOPs"), tv, v->second.counters.at("TFLOPs"),
-                  int(v->second.counters.count("config") ? v->second.counters.at("config") : -1), ratio);
+      std::printf("%-8lld %-7lld %-5lld | %10.1f %8.1f | %10.1f %8.1f %4d | %6.3f | %10.1f %8.1f %4d | %6.3f",
+                  (long long)s[0], (long long)s[1], (long long)M, tc, c.at("TFLOPs_cublas"), tv, c.at("TFLOPs_invariant"),
+                  int(c.at("config")), ratio[0], tp, c.at("TFLOPs_previous"), int(c.at("previous_config")), ratio[1]);
       if (sweep) {
         int best = -1;
         double best_t = 1e30;
@@ -173,7 +233,9 @@ int main(int argc, char** argv) {
   }
   if (count > 0) {
     std::printf("geometric-mean throughput ratio invariant/cuBLAS over %d shapes: %.3f; worst %.3f\n", count,
-                std::exp(log_sum / count), worst);
+                std::exp(log_sum[0] / count), worst[0]);
+    std::printf("previous automatic choice, same run: geometric mean %.3f; worst %.3f\n", std::exp(log_sum[1] / count),
+                worst[1]);
   }
   std::printf("device copy bandwidth: %.2f TB/s\n", copy_bandwidth() / 1e12);
   benchmark::Shutdown();

@@ -36,6 +36,7 @@
 #include "absl/strings/str_cat.h"
 #include "kernels/attention_host.h"
 #include "kernels/cuda/attention_decode.cuh"
+#include "kernels/cuda/attention_decode_chain.cuh"
 #include "kernels/cuda/attention_kernel.cuh"
 #include "kernels/cuda/attention_worklist.cuh"
 #include "kernels/cuda/cuda_common.h"
@@ -101,8 +102,11 @@ Extents bound_extents(const AttentionArgs& a, AttentionRoute route) {
     e.items = std::min<int64_t>(rows, rows / cuda::kAttnRows + a.num_seqs);
     return e;
   }
-  // Tiles of the 64-row kernel hold at least 17 rows each.
-  e.items = std::min<int64_t>(rows / (cuda::kDecodeRows + 1), rows / cuda::kAttnRows + a.num_seqs);
+  // Tiles of the 64-row kernel hold at least 17 rows each; none when every sequence's rows fit one
+  // decode tile (a batch of decodes: no list, no 64-row launch).
+  e.items = group * max_q <= cuda::kDecodeRows
+                ? 0
+                : std::min<int64_t>(rows / (cuda::kDecodeRows + 1), rows / cuda::kAttnRows + a.num_seqs);
   int64_t segments = 0;
   if (a.plan.kind == AttentionPlan::Kind::kFixedSplitSize) {
     segments = (max_context + a.plan.split_size - 1) / a.plan.split_size;
@@ -129,13 +133,64 @@ absl::Status raise_smem_limit(Kernel kernel, int bytes, bool* done) {
   return absl::OkStatus();
 }
 
+// The decode kernel with kWarps warps per block: kv heads blockIdx.y * kWarps .. + kWarps - 1 of
+// one sequence, each warp on its own (the same work: one sequence's heads have the same keys).
+template <int HD, int kHalves, int kWarps>
+absl::Status launch_decode(const AttnParams& params, const Extents& e, cudaStream_t stream) {
+  constexpr int kBytes = cuda::DecodeLayout<HD, kHalves, cuda::kDecodeRing>::kBytes * kWarps;
+  static bool smem_set = false;
+  SAMEBITS_RETURN_IF_ERROR(raise_smem_limit(cuda::attention_decode_kernel<HD, kHalves, kWarps>, kBytes, &smem_set));
+  const dim3 blocks(unsigned(e.decode_slots), unsigned(params.num_kv_heads / kWarps), unsigned(params.num_seqs));
+  cuda::attention_decode_kernel<HD, kHalves, kWarps><<<blocks, 32 * kWarps, kBytes, stream>>>(params, e.grid);
+  return cuda::check_launch("attention_decode_kernel");
+}
+
+// Warps per block: the most kv heads of a sequence (8, 4 or 2, dividing num_kv_heads) whose shared
+// memory fits one block, if the blocks still number at least two per SM; else one. Blocks of one
+// warp each made a large batch of short decodes slow: with warps of different blocks at different
+// places in the kernel, half of all stall cycles were instruction fetch (ncu, bench decode-burst:
+// 1000 sequences of 17..148 keys); the warps of one block run the same code at about the same
+// time. Few wide blocks leave SMs idle instead (batch 1-64: up to 0.6x). Speed only: a warp's
+// arithmetic does not depend on its block.
+template <int HD, int kHalves>
+absl::Status launch_decode_tiles(const AttnParams& params, const Extents& e, bool widest, cudaStream_t stream) {
+  constexpr int kWarpBytes = cuda::DecodeLayout<HD, kHalves, cuda::kDecodeRing>::kBytes;
+  constexpr int kMaxBlockBytes = 220 * 1024;
+  const int64_t warps = e.decode_tiles * params.num_kv_heads * e.decode_slots;
+  auto fits = [&](int w) {
+    return params.num_kv_heads % w == 0 && w * kWarpBytes <= kMaxBlockBytes &&
+           (widest || warps / w >= int64_t(2) * cuda::device_sm_count());
+  };
+  if (fits(8)) return launch_decode<HD, kHalves, 8>(params, e, stream);
+  if (fits(4)) return launch_decode<HD, kHalves, 4>(params, e, stream);
+  if (fits(2)) return launch_decode<HD, kHalves, 2>(params, e, stream);
+  return launch_decode<HD, kHalves, 1>(params, e, stream);
+}
+
+// Decode warps of a launch below which attention_decode_chain_kernel takes its decode tiles (few
+// warps per SM: each warp's own chain is the bound), measured on the H200 (bench/cuda/NOTES.md,
+// 2026-12-01: at head_dim 128 the chain kernel was ahead up to 512 warps and behind from 1024 on,
+// at head_dim 64 up to 2048 warps). kDecodeKernelWide always takes attention_decode_kernel.
+template <int HD>
+int64_t chain_kernel_below_warps() {
+  return int64_t(HD == 128 ? 4 : 16) * cuda::device_sm_count();
+}
+
+template <int HD>
+absl::Status launch_chain(const AttnParams& params, const Extents& e, cudaStream_t stream) {
+  constexpr int kBytes = cuda::ChainLayout<HD>::kBytes;
+  static bool smem_set = false;
+  SAMEBITS_RETURN_IF_ERROR(raise_smem_limit(cuda::attention_decode_chain_kernel<HD>, kBytes, &smem_set));
+  const dim3 blocks(unsigned(e.decode_slots), unsigned(params.num_kv_heads), unsigned(params.num_seqs));
+  cuda::attention_decode_chain_kernel<HD><<<blocks, 32, kBytes, stream>>>(params, e.grid);
+  return cuda::check_launch("attention_decode_chain_kernel");
+}
+
 template <int HD>
 absl::Status launch(const AttnParams& base, const Extents& e, AttentionRoute route, cudaStream_t stream) {
   constexpr int kSmem = cuda::kAttnRows * HD * 2 + 4 * cuda::kAttnKeys * HD * 2;
-  constexpr int kDecodeSmem = cuda::DecodeLayout<HD>::kBytes;
-  static bool general_set = false, decode_set = false;
+  static bool general_set = false;
   SAMEBITS_RETURN_IF_ERROR(raise_smem_limit(cuda::attention_kernel<HD>, kSmem, &general_set));
-  SAMEBITS_RETURN_IF_ERROR(raise_smem_limit(cuda::attention_decode_kernel<HD>, kDecodeSmem, &decode_set));
   const DecodeGrid& grid = e.grid;
   const size_t o_items = 256;
   const size_t o_partials = align256(o_items + sizeof(AttnItem) * size_t(e.items));
@@ -158,9 +213,13 @@ absl::Status launch(const AttnParams& base, const Extents& e, AttentionRoute rou
     SAMEBITS_RETURN_IF_ERROR(cuda::check_launch("attention_kernel"));
   }
   if (grid.max_segments > 0) {
-    const dim3 blocks(unsigned(e.decode_slots), unsigned(base.num_kv_heads), unsigned(base.num_seqs));
-    cuda::attention_decode_kernel<HD><<<blocks, 32, kDecodeSmem, stream>>>(params, grid);
-    SAMEBITS_RETURN_IF_ERROR(cuda::check_launch("attention_decode_kernel"));
+    // Tiles of at most 8 rows (every decode tile of the launch): the kernel without mma rows 8..15.
+    const bool widest = route == AttentionRoute::kDecodeKernelWide;
+    const int64_t warps = e.decode_tiles * base.num_kv_heads * e.decode_slots;
+    const absl::Status st = !widest && warps < chain_kernel_below_warps<HD>() ? launch_chain<HD>(params, e, stream)
+                            : grid.partial_rows <= 8 ? launch_decode_tiles<HD, 1>(params, e, widest, stream)
+                                                     : launch_decode_tiles<HD, 2>(params, e, widest, stream);
+    if (!st.ok()) return st;
   }
   if (grid.max_segments > 1) {
     const dim3 blocks(unsigned(base.num_kv_heads), unsigned(base.num_seqs));

@@ -2,26 +2,32 @@
 // rows (a decode's GQA heads, or the last query tokens of a chunk), one warp per (tile, segment).
 //
 // Why: such a tile fills one warp's 16 mma rows at most, so the 64-row kernel (attention_kernel.cuh)
-// left three of its four warps idle. Here a block is one warp that owns segments of one (sequence,
-// kv head). Its K and V rows stream through a ring of kDecodeBuffers buffers of one sub-block's
-// K (or V) rows each (swizzled, 16 KiB at head_dim 128), in the order K0, V0, K1, V1, ... over all
-// its segments: the K buffer is refilled as soon as S = Q K^T is computed, while the softmax and
+// left three of its four warps idle. Here each warp owns segments of one (sequence, kv head); a
+// block holds kWarps of them, kv heads blockIdx.y * kWarps .. + kWarps - 1 of one sequence (same
+// keys per head, so the warps run the same code together: attention.cu says when). A warp's K and
+// V rows stream through a ring of kRing buffers of HALF a sub-block's K (or V) rows each (32 keys,
+// swizzled, 8 KiB at head_dim 128), in the order K lo, K hi, V lo, V hi of each sub-block over all
+// its segments: a K half is refilled as soon as its scores are computed, while the softmax and
 // P V still run, and the first rows of the warp's next segment load during the last sub-block of
-// the current one. Small buffers let six (head_dim 128) or twelve (64) warps share an SM: the
-// warp's arithmetic, not the copies, bounded the previous version (3 warps per SM, 3.6 cycles per
-// issued instruction, ncu).
-// Copies: each lane first resolves two key rows through the block table (keys lane and lane + 32:
-// the table loads overlap), then the rows are copied in 16-byte cp.async chunks, CH lanes per row,
-// the row offsets passed by shuffles; keys beyond the context are zero-filled. (One cp.async.bulk
-// per key row, the version before that, kept a warp at ~7-10 us per sub-block.)
-// The grid is implicit, (segment slot, kv head, sequence): every block reads query_start /
+// the current one. Small buffers let eight warps share an SM at head_dim 128 (six before).
+// kHalves = 1 (every decode tile of the launch holds at most 8 rows, e.g. 4 GQA heads x 1 token):
+// the mma rows 8..15 take no registers and the Q tile holds 8 rows (attend_* in
+// attention_kernel.cuh), so at head_dim 128 eight warps fit an SM (26 KiB each with kRing = 3).
+// Copies: each lane first resolves one key row through the block table (key lane of the half),
+// then the rows are copied in 16-byte cp.async chunks, CH lanes per row, the row offsets passed by
+// shuffles; keys beyond the context are zero-filled. A K half whose keys all lie outside the
+// segment's key range is neither copied nor multiplied (its scores are masked whatever they
+// hold); a V half wholly beyond the context is not copied and enters P V as zero fragments (what
+// the zero-filled copy would have held).
+// For launches of few warps attention_decode_chain.cuh is faster (attention.cu chooses).
+// The grid is implicit, (segment slot, kv head group, sequence): every block reads query_start /
 // context_lens on the device, computes segments slot, slot + gridDim.x, ... of its tile, and leaves
 // when there are none, so no work list is built or copied.
 //
 // Bits: every row goes through exactly the arithmetic of attention_kernel.cuh (same sub-blocks of
-// 64 keys aligned to absolute positions, attend_scores then attend_values, same fold of the
-// segments in index order by attention_decode_merge_kernel, or bf16(o / l) directly when the tile
-// has one segment).
+// 64 keys aligned to absolute positions, the same score chains, softmax and P V steps in the same
+// order, same fold of the segments in index order by attention_decode_merge_kernel, or bf16(o / l)
+// directly when the tile has one segment).
 // gpu_tests compares both kernels bit for bit.
 #pragma once
 #include <cstdint>
@@ -30,13 +36,22 @@
 
 namespace samebits::cuda {
 
-constexpr int kDecodeBuffers = 2;  // K or V rows of one sub-block each (the one read + one loading)
+constexpr int kHalfKeys = kAttnKeys / 2;  // keys per ring item
+// Ring depth in items. Measured on the H200 (bench decode-burst, decode batch 256): 2 and 3 alike,
+// 4 (six warps per SM instead of eight) 30-40% slower.
+constexpr int kDecodeRing = 3;
 
-template <int HD>
+template <int HD, int kHalves, int kRing = kDecodeRing>
 struct DecodeLayout {
-  static constexpr int kRowsBytes = kAttnKeys * HD * 2;  // the K (or V) rows of a sub-block
-  static constexpr int kBuffers = kDecodeRows * HD * 2;  // after the Q tile
-  static constexpr int kBytes = kBuffers + kDecodeBuffers * kRowsBytes;
+  static constexpr int kItemBytes = kHalfKeys * HD * 2;  // the K (or V) rows of half a sub-block
+  static constexpr int kQBytes = kHalves * 8 * HD * 2;   // the Q tile, rows 0..8 * kHalves - 1
+  static constexpr int kBytes = kQBytes + kRing * kItemBytes;
+};
+
+// Key rows of half a sub-block in a ring buffer: keys k and k + 32 of the sub-block share a row.
+template <int HD>
+struct HalfRows {
+  __device__ __forceinline__ uint32_t operator()(int key, int chunk) const { return swizzled(key & 31, chunk, HD / 8); }
 };
 
 // Shape of the implicit grid and of the partials it writes (host: attention.cu).
@@ -57,6 +72,7 @@ __device__ __forceinline__ int64_t decode_partial_offset(const AttnParams& P, co
 // warp-wide sub-blocks that cover them (nsb = 0: no row has a key in the segment).
 struct DecodeSegment {
   SegRange rg[2];
+  int64_t lo, hi;  // the warp's key range in the segment (empty: lo >= hi)
   int64_t sb_first;
   int nsb;
   bool from_new;  // the keys come from this step's k_new / v_new
@@ -82,23 +98,32 @@ __device__ __forceinline__ DecodeSegment decode_segment(const AttnParams& P, boo
     hi = max(hi, (int64_t)__shfl_xor_sync(0xffffffffu, (long long)hi, o));
   }
   d.from_new = __any_sync(0xffffffffu, from_new);
+  d.lo = lo;
+  d.hi = hi;
   d.sb_first = lo < hi ? (lo / kAttnKeys) * kAttnKeys : 0;
   d.nsb = lo < hi ? int((hi - d.sb_first + kAttnKeys - 1) / kAttnKeys) : 0;
   return d;
 }
 
-template <int HD>
-__global__ void __launch_bounds__(32) attention_decode_kernel(AttnParams P, DecodeGrid grid) {
-  using L = DecodeLayout<HD>;
+// Whether the K half of sub-block sb0 starting at key0 holds a key of [lo, hi) (else it is neither
+// copied nor multiplied), and whether the V half starting at key0 holds a key below the context.
+__device__ __forceinline__ bool k_half_needed(int64_t key0, int64_t lo, int64_t hi) {
+  return key0 < hi && key0 + kHalfKeys > lo;
+}
+
+template <int HD, int kHalves, int kWarps>
+__global__ void __launch_bounds__(32 * kWarps) attention_decode_kernel(AttnParams P, DecodeGrid grid) {
+  constexpr int kRing = kDecodeRing;
+  using L = DecodeLayout<HD, kHalves, kRing>;
   constexpr int CH = HD / 8;             // 16-byte chunks per row
   constexpr int NTD = HD / 8;            // n8 tiles over head_dim
   constexpr int kRowsPerCopy = 32 / CH;  // key rows one warp instruction copies
+  constexpr int kQRows = 8 * kHalves;
   extern __shared__ __align__(128) unsigned char smem[];
-  const uint32_t q_s = smem_addr(smem);
-  const uint32_t buffers = q_s + L::kBuffers;
-
-  const int lane = threadIdx.x;
-  const int g = blockIdx.y, s = blockIdx.z;
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const uint32_t q_s = smem_addr(smem) + warp * L::kBytes;
+  const uint32_t buffers = q_s + L::kQBytes;
+  const int g = blockIdx.y * kWarps + warp, s = blockIdx.z;
   const bool reporter = blockIdx.x == 0 && g == 0 && lane == 0;
   if (reporter && s == 0) attention_report_bad_ends(P);
   if (!attention_sequence_ok(P, s, reporter)) return;
@@ -115,7 +140,7 @@ __global__ void __launch_bounds__(32) attention_decode_kernel(AttnParams P, Deco
   const int32_t* table = P.block_tables + int64_t(s) * P.max_blocks_per_seq;
 
   // Q tile (rows beyond nrows are zero): the first cp.async group.
-  for (int i = lane; i < kDecodeRows * CH; i += 32) {
+  for (int i = lane; i < kQRows * CH; i += 32) {
     const int r = i / CH, ch = i % CH;
     const bool valid = r < nrows;
     const int row = row0 + r;
@@ -129,14 +154,15 @@ __global__ void __launch_bounds__(32) attention_decode_kernel(AttnParams P, Deco
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
     const int r = (lane >> 2) + h * 8;
-    pos[h] = r < nrows ? cached + (row0 + r) / group : -1;
+    pos[h] = r < nrows && h < kHalves ? cached + (row0 + r) / group : -1;
   }
 
-  // The next rows to load: part (0: K, 1: V) of sub-block i of segment c, whose sub-blocks start at
-  // sb_first (c >= nseg: none left). Segments without a sub-block are passed over.
+  // The next rows to load: part (0: K lo, 1: K hi, 2: V lo, 3: V hi) of sub-block i of segment c,
+  // whose sub-blocks start at sb_first and whose keys are [lo, hi) (c >= nseg: none left).
+  // Segments without a sub-block are passed over.
   struct Cursor {
     int c, i, nsb, part;
-    int64_t sb_first;
+    int64_t sb_first, lo, hi;
     bool from_new;
   };
   auto seek = [&](Cursor& k, int c) {  // the first segment >= c (in this block's stride) with keys
@@ -147,6 +173,8 @@ __global__ void __launch_bounds__(32) attention_decode_kernel(AttnParams P, Deco
       if (d.nsb == 0) continue;
       k.nsb = d.nsb;
       k.sb_first = d.sb_first;
+      k.lo = d.lo;
+      k.hi = d.hi;
       k.from_new = d.from_new;
       return;
     }
@@ -155,29 +183,28 @@ __global__ void __launch_bounds__(32) attention_decode_kernel(AttnParams P, Deco
   seek(next_load, int(blockIdx.x));
 
   // Issues the rows at the cursor into buffer `buf` as one cp.async group (an empty group when
-  // nothing is left, so that every item is one group) and advances the cursor. Lane l resolves
-  // keys l and l + 32 (resolve_key_row); each copy instruction takes its row from them by shuffles.
+  // nothing is left or the half is not needed, so that every item is one group) and advances the
+  // cursor. Lane l resolves key l of the half (resolve_key_row); each copy instruction takes its
+  // row from the lanes by shuffles.
   auto issue = [&](int buf) {
     if (next_load.c < nseg) {
-      const int64_t sb0 = next_load.sb_first + int64_t(next_load.i) * kAttnKeys;
-      KeyRow row[2];
+      const int64_t key0 = next_load.sb_first + int64_t(next_load.i) * kAttnKeys + kHalfKeys * (next_load.part & 1);
+      const bool is_k = next_load.part < 2;
+      if (is_k ? k_half_needed(key0, next_load.lo, next_load.hi) : key0 < context) {
+        const KeyRow row = resolve_key_row(P, table, s, g, HD, qs, cached, context, next_load.from_new, key0 + lane);
+        const bf16* cache = is_k ? P.k_cache : P.v_cache;
+        const bf16* fresh = is_k ? P.k_new : P.v_new;
+        const uint32_t dst = buffers + buf * L::kItemBytes;
+        const int ch = lane % CH, sub = lane / CH;
 #pragma unroll
-      for (int t = 0; t < 2; ++t) {
-        row[t] = resolve_key_row(P, table, s, g, HD, qs, cached, context, next_load.from_new, sb0 + lane + 32 * t);
+        for (int i = 0; i < kHalfKeys / kRowsPerCopy; ++i) {
+          const int r = i * kRowsPerCopy + sub;
+          const long long o = __shfl_sync(0xffffffffu, (long long)row.off, r);
+          const int w = __shfl_sync(0xffffffffu, row.where, r);
+          cp_async_16(dst + swizzled(r, ch, CH), (w == 2 ? fresh : cache) + o + ch * 8, w != 0);
+        }
       }
-      const bf16* cache = next_load.part == 0 ? P.k_cache : P.v_cache;
-      const bf16* fresh = next_load.part == 0 ? P.k_new : P.v_new;
-      const uint32_t dst = buffers + buf * L::kRowsBytes;
-      const int ch = lane % CH, sub = lane / CH;
-#pragma unroll 8
-      for (int i = 0; i < kAttnKeys / kRowsPerCopy; ++i) {
-        const int r = i * kRowsPerCopy + sub;
-        const bool high = r >= 32;  // the key is held in slot 1 of lane r - 32
-        const long long o = __shfl_sync(0xffffffffu, (long long)(high ? row[1].off : row[0].off), r & 31);
-        const int w = __shfl_sync(0xffffffffu, high ? row[1].where : row[0].where, r & 31);
-        cp_async_16(dst + swizzled(r, ch, CH), (w == 2 ? fresh : cache) + o + ch * 8, w != 0);
-      }
-      if (++next_load.part == 2) {
+      if (++next_load.part == 4) {
         next_load.part = 0;
         if (++next_load.i == next_load.nsb) seek(next_load, next_load.c + int(gridDim.x));
       }
@@ -185,21 +212,14 @@ __global__ void __launch_bounds__(32) attention_decode_kernel(AttnParams P, Deco
     cp_async_commit();
   };
 
-  // Items (K or V rows of one sub-block) in order n = 0, 1, ...: item n sits in buffer
-  // n % kDecodeBuffers; before item n is read, items up to n + kDecodeBuffers - 1 are issued.
+  // Items (halves of K or V rows of one sub-block) in order n = 0, 1, ...: item n sits in buffer
+  // n % kRing; before item n is read, items up to n + kRing - 1 are issued. issue() and each phase
+  // of a sub-block appear once in the code (loops not unrolled): with several short-lived warps per
+  // SM at different places in the kernel, instruction fetch, not the copies, bounded a larger
+  // version of this kernel at short contexts (ncu: half of all stall cycles).
   int consumed = 0;
-#pragma unroll
-  for (int b = 0; b < kDecodeBuffers; ++b) issue(b);
-  auto wait_item = [&]() {
-    cp_async_wait<kDecodeBuffers - 1>();
-    __syncwarp();  // the other lanes' copies (and the Q tile) are in
-    return buffers + (consumed % kDecodeBuffers) * L::kRowsBytes;
-  };
-  auto release_item = [&]() {
-    __syncwarp();  // every lane is done with the buffer before it is refilled
-    issue(consumed % kDecodeBuffers);
-    ++consumed;
-  };
+#pragma unroll 1
+  for (int b = 0; b < kRing; ++b) issue(b);
 
   for (int c = blockIdx.x; c < nseg; c += gridDim.x) {
     const DecodeSegment cur = decode_segment(P, reads_new, cached, pos, c);
@@ -218,18 +238,44 @@ __global__ void __launch_bounds__(32) attention_decode_kernel(AttnParams P, Deco
       for (int h = 0; h < 2; ++h) active[h] = max(cur.rg[h].begin, sb0) < min(cur.rg[h].end, sb0 + kAttnKeys);
       const bool any = __any_sync(0xffffffffu, active[0] || active[1]);
       float sc[8][4], alpha[2];
-      const uint32_t k_rows = wait_item();
-      if (any) attend_scores<HD>(q_s, 0, k_rows, SwizzledRows<HD>{}, sb0, cur.rg, active, P.scale, sc, alpha, m, l, first);
-      release_item();
-      const uint32_t v_rows = wait_item();
-      if (any) attend_values<HD>(v_rows, SwizzledRows<HD>{}, sc, alpha, o);
-      release_item();
+#pragma unroll
+      for (int nt = 0; nt < 8; ++nt)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) sc[nt][e] = 0.0f;
+      // Parts in item order: K lo, K hi (scores), then the softmax, V lo, V hi (P V). The softmax
+      // runs after K hi's buffer is released, so that the next copy is in flight meanwhile.
+#pragma unroll 1
+      for (int part = 0; part < 4; ++part) {
+        if (part == 2 && any) attend_softmax<kHalves>(sb0, cur.rg, active, P.scale, sc, alpha, m, l, first);
+        cp_async_wait<kRing - 1>();
+        __syncwarp();  // the other lanes' copies (and the Q tile) are in
+        const uint32_t rows = buffers + (consumed % kRing) * L::kItemBytes;
+        if (any) {
+          const int64_t key0 = sb0 + kHalfKeys * (part & 1);
+          if (part == 0) {
+            if (k_half_needed(key0, cur.lo, cur.hi)) {
+              attend_score_keys<HD, kHalves, 0, 2>(q_s, 0, rows, HalfRows<HD>{}, sc);
+            }
+          } else if (part == 1) {
+            if (k_half_needed(key0, cur.lo, cur.hi)) {
+              attend_score_keys<HD, kHalves, 2, 4>(q_s, 0, rows, HalfRows<HD>{}, sc);
+            }
+          } else if (part == 2) {
+            attend_value_keys<HD, kHalves, 0, 2, true>(rows, HalfRows<HD>{}, sc, alpha, o, key0 < context);
+          } else {
+            attend_value_keys<HD, kHalves, 2, 4, false>(rows, HalfRows<HD>{}, sc, alpha, o, key0 < context);
+          }
+        }
+        __syncwarp();  // every lane is done with the buffer before it is refilled
+        issue(consumed % kRing);
+        ++consumed;
+      }
     }
 
     // One segment: the output itself (the fold of a single partial is that partial). Several: the
     // partial, stored for the merge kernel (l = 0 marks an empty one).
 #pragma unroll
-    for (int h = 0; h < 2; ++h) {
+    for (int h = 0; h < kHalves; ++h) {
       const int r = (lane >> 2) + h * 8;
       if (r >= nrows) continue;
       if (nseg == 1) {

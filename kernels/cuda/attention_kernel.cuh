@@ -121,39 +121,65 @@ struct SwizzledRows {  // XOR swizzle (tensor_core.cuh), rows of HD * 2 bytes
 // lane / 4 + 8, with key ranges rg and `active` = the range meets the sub-block): the order of
 // every reduction that kernels/cuda/attention.cu states. Both attention kernels call it, so their
 // bits agree by construction.
-// It runs in two phases, so that a caller can release the K rows before the V rows are read:
-// attend_scores (S = Q K^T, masking, softmax statistics; leaves the exponentials in sc and the
-// rescale factors in alpha) and attend_values (o = o * alpha + bf16(P) V).
-template <int HD, typename Rows>
-__device__ __forceinline__ void attend_scores(uint32_t q_s, int q_row0, uint32_t kb_s, Rows rows, int64_t sb0,
-                                              const SegRange (&rg)[2], const bool (&active)[2], float scale,
-                                              float (&sc)[8][4], float (&alpha)[2], float (&m)[2], float (&l)[2],
-                                              bool (&first)[2]) {
+// It runs in phases, so that a caller can release K rows before the V rows are read:
+// attend_score_keys (S = Q K^T for some of the sub-block's 16-key pairs: each score one fp32
+// chain over the head dim in order, so pairs may be computed in separate calls), attend_softmax
+// (masking, softmax statistics; leaves the exponentials in sc and the rescale factors in alpha)
+// and attend_value_keys (o = o * alpha + bf16(P) V, the 16-key steps in order, so they may be
+// split over calls too). attend_scores / attend_values are the whole sub-block.
+// kHalves = 1: only the warp's rows 0..7 exist (a decode tile of at most 8 rows). The mma rows
+// 8..15 then take no accumulator registers (their inputs are zeros, their results dropped); rows
+// 0..7 of an mma depend only on their own A rows and accumulators, so their bits are those of
+// kHalves = 2.
+template <int kHalves>
+__device__ __forceinline__ void mma_rows(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+  if constexpr (kHalves == 2) {
+    mma_bf16_16816(d, a, b0, b1);
+  } else {
+    float dropped0, dropped1;
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+        "{%0,%1,%10,%10};\n"
+        : "+f"(d[0]), "+f"(d[1]), "=f"(dropped0), "=f"(dropped1)
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1), "f"(0.0f));
+  }
+}
+
+// S += Q K^T for the key pairs [NP0, NP1) (keys 16 * NP0 .. 16 * NP1 - 1 of the sub-block; K rows
+// at kb_s through `rows`). kHalves = 1: the Q fragment's rows 8..15 repeat rows 0..7 (unused).
+template <int HD, int kHalves, int NP0, int NP1, typename Rows>
+__device__ __forceinline__ void attend_score_keys(uint32_t q_s, int q_row0, uint32_t kb_s, Rows rows,
+                                                  float (&sc)[8][4]) {
   constexpr int CH = HD / 8;
   const int lane = threadIdx.x & 31;
-#pragma unroll
-  for (int nt = 0; nt < 8; ++nt)
-#pragma unroll
-    for (int e = 0; e < 4; ++e) sc[nt][e] = 0.0f;
+  const int q_row = q_row0 + (kHalves == 2 ? (lane & 15) : (lane & 7));
 #pragma unroll
   for (int kk = 0; kk < HD / 16; ++kk) {
     uint32_t a[4];
-    ldmatrix_x4(a, q_s + swizzled(q_row0 + (lane & 15), kk * 2 + (lane >> 4), CH));
+    ldmatrix_x4(a, q_s + swizzled(q_row, kk * 2 + (lane >> 4), CH));
 #pragma unroll
-    for (int np = 0; np < 4; ++np) {
+    for (int np = NP0; np < NP1; ++np) {
       uint32_t b[4];
       const int key = np * 16 + (lane & 7) + ((lane >> 4) << 3);
       ldmatrix_x4(b, kb_s + rows(key, kk * 2 + ((lane >> 3) & 1)));
-      mma_bf16_16816(sc[2 * np], a, b[0], b[1]);
-      mma_bf16_16816(sc[2 * np + 1], a, b[2], b[3]);
+      mma_rows<kHalves>(sc[2 * np], a, b[0], b[1]);
+      mma_rows<kHalves>(sc[2 * np + 1], a, b[2], b[3]);
     }
   }
-  // Softmax statistics per row: masked scores, max, exponentials, sum (fixed orders). A half whose
-  // rows are inactive in every lane (a decode tile's rows 8..15) is left as that arithmetic would
-  // leave it (scores 0, alpha 1) without computing it. The key range is compared as columns of
-  // this sub-block (int, exact).
+}
+
+// Softmax statistics per row: masked scores, max, exponentials, sum (fixed orders). A half whose
+// rows are inactive in every lane (a decode tile's rows 8..15) is left as that arithmetic would
+// leave it (scores 0, alpha 1) without computing it. The key range is compared as columns of
+// this sub-block (int, exact): scores of columns outside it are replaced whatever they hold.
+template <int kHalves>
+__device__ __forceinline__ void attend_softmax(int64_t sb0, const SegRange (&rg)[2], const bool (&active)[2],
+                                               float scale, float (&sc)[8][4], float (&alpha)[2], float (&m)[2],
+                                               float (&l)[2], bool (&first)[2]) {
+  const int lane = threadIdx.x & 31;
+  alpha[1] = 1.0f;
 #pragma unroll
-  for (int h = 0; h < 2; ++h) {
+  for (int h = 0; h < kHalves; ++h) {
     if (!__any_sync(0xffffffffu, active[h])) {
       alpha[h] = 1.0f;
 #pragma unroll
@@ -199,34 +225,61 @@ __device__ __forceinline__ void attend_scores(uint32_t q_s, int q_row0, uint32_t
 }
 
 template <int HD, typename Rows>
-__device__ __forceinline__ void attend_values(uint32_t vb_s, Rows rows, const float (&sc)[8][4],
-                                              const float (&alpha)[2], float (&o)[HD / 8][4]) {
+__device__ __forceinline__ void attend_scores(uint32_t q_s, int q_row0, uint32_t kb_s, Rows rows, int64_t sb0,
+                                              const SegRange (&rg)[2], const bool (&active)[2], float scale,
+                                              float (&sc)[8][4], float (&alpha)[2], float (&m)[2], float (&l)[2],
+                                              bool (&first)[2]) {
+#pragma unroll
+  for (int nt = 0; nt < 8; ++nt)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) sc[nt][e] = 0.0f;
+  attend_score_keys<HD, 2, 0, 4>(q_s, q_row0, kb_s, rows, sc);
+  attend_softmax<2>(sb0, rg, active, scale, sc, alpha, m, l, first);
+}
+
+// o (rescaled by alpha first when RESCALE) += bf16(P) V over the 16-key steps [KK0, KK1) of the
+// sub-block, V rows at vb_s through `rows`. loaded = false: those keys lie beyond the context,
+// where the copies would have zero-filled V: zero V fragments, without reading shared memory.
+template <int HD, int kHalves, int KK0, int KK1, bool RESCALE, typename Rows>
+__device__ __forceinline__ void attend_value_keys(uint32_t vb_s, Rows rows, const float (&sc)[8][4],
+                                                  const float (&alpha)[2], float (&o)[HD / 8][4],
+                                                  bool loaded = true) {
   constexpr int NTD = HD / 8;
   const int lane = threadIdx.x & 31;
+  if constexpr (RESCALE) {
 #pragma unroll
-  for (int nt = 0; nt < NTD; ++nt) {
-    o[nt][0] = o[nt][0] * alpha[0];
-    o[nt][1] = o[nt][1] * alpha[0];
-    o[nt][2] = o[nt][2] * alpha[1];
-    o[nt][3] = o[nt][3] * alpha[1];
+    for (int nt = 0; nt < NTD; ++nt) {
+      o[nt][0] = o[nt][0] * alpha[0];
+      o[nt][1] = o[nt][1] * alpha[0];
+      if constexpr (kHalves == 2) {
+        o[nt][2] = o[nt][2] * alpha[1];
+        o[nt][3] = o[nt][3] * alpha[1];
+      }
+    }
   }
   // O += P V: P from the score registers (bf16), V through ldmatrix.trans.
 #pragma unroll
-  for (int kk = 0; kk < kAttnKeys / 16; ++kk) {
+  for (int kk = KK0; kk < KK1; ++kk) {
     uint32_t a[4];
     a[0] = pack_bf16x2(sc[2 * kk][0], sc[2 * kk][1]);
-    a[1] = pack_bf16x2(sc[2 * kk][2], sc[2 * kk][3]);
+    a[1] = kHalves == 2 ? pack_bf16x2(sc[2 * kk][2], sc[2 * kk][3]) : 0u;
     a[2] = pack_bf16x2(sc[2 * kk + 1][0], sc[2 * kk + 1][1]);
-    a[3] = pack_bf16x2(sc[2 * kk + 1][2], sc[2 * kk + 1][3]);
+    a[3] = kHalves == 2 ? pack_bf16x2(sc[2 * kk + 1][2], sc[2 * kk + 1][3]) : 0u;
 #pragma unroll
     for (int dp = 0; dp < NTD / 2; ++dp) {
-      uint32_t b[4];
+      uint32_t b[4] = {0u, 0u, 0u, 0u};
       const int key = kk * 16 + (lane & 7) + ((lane >> 3) & 1) * 8;
-      ldmatrix_x4_trans(b, vb_s + rows(key, dp * 2 + (lane >> 4)));
-      mma_bf16_16816(o[2 * dp], a, b[0], b[1]);
-      mma_bf16_16816(o[2 * dp + 1], a, b[2], b[3]);
+      if (loaded) ldmatrix_x4_trans(b, vb_s + rows(key, dp * 2 + (lane >> 4)));
+      mma_rows<kHalves>(o[2 * dp], a, b[0], b[1]);
+      mma_rows<kHalves>(o[2 * dp + 1], a, b[2], b[3]);
     }
   }
+}
+
+template <int HD, typename Rows>
+__device__ __forceinline__ void attend_values(uint32_t vb_s, Rows rows, const float (&sc)[8][4],
+                                              const float (&alpha)[2], float (&o)[HD / 8][4]) {
+  attend_value_keys<HD, 2, 0, kAttnKeys / 16, true>(vb_s, rows, sc, alpha, o);
 }
 
 template <int HD, typename Rows>

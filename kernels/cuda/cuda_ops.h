@@ -29,9 +29,11 @@ absl::Status cuda_fill_synthetic(void* dst, int64_t n, uint64_t tensor_key, floa
 
 // Paged attention with a forced route for the sequences' last tiles of 1..16 rows (decodes):
 // kAuto (cuda_attention) chooses by speed, kDecodeKernel gives them to the one-warp-per-segment
-// decode kernel, kGeneralOnly to the 64-row kernel, which folds all segments in the block. Every
-// route gives the same bits (tests).
-enum class AttentionRoute { kAuto, kDecodeKernel, kGeneralOnly };
+// decode kernel (as many warps per block as kAuto would take), kDecodeKernelWide to the decode
+// kernel with the most warps per block that fit (kAuto takes them only when they still fill the
+// machine), kGeneralOnly to the 64-row kernel, which folds all segments in the block. Every route
+// gives the same bits (tests).
+enum class AttentionRoute { kAuto, kDecodeKernel, kDecodeKernelWide, kGeneralOnly };
 absl::Status cuda_attention_routed(const ExecContext& ctx, const AttentionArgs& args, AttentionRoute route);
 
 // Invariant linear with a forced tile configuration (benchmarks and tests of the tile choice):
@@ -42,5 +44,8 @@ std::string cuda_linear_invariant_config_name(int config);
 absl::Status cuda_linear_invariant(const ExecContext& ctx, const LinearArgs& args, int config);
 // The configuration the automatic choice picks for (M, N, K).
 int cuda_linear_invariant_auto_config(int64_t M, int64_t N, int64_t K);
+// Tests only: the invariant kernel with a planted K-order change (the 64-wide k tiles summed last to
+// first), so that the configuration tests can show they see one. Hopper and aligned rows only.
+absl::Status cuda_linear_invariant_planted_k_order(const ExecContext& ctx, const LinearArgs& args);
 
 }  // namespace samebits

@@ -18,8 +18,10 @@
 // bits are the same alone, at any position of any batch, under every configuration, run to run.
 // Small M is memory-bound: rows are padded into the m16 instruction shape (zero-filled, no memory
 // traffic) and the weights are streamed through a deep cp.async pipeline by narrow column tiles.
-// On Hopper the automatic choice uses the TMA-fed wgmma kernels of sm90a/linear_tma.cu instead
-// (same chain: wgmma m64nNk16 steps in increasing k from +0).
+// On Hopper the automatic choice uses the TMA-fed wgmma kernels instead (same chain: wgmma
+// m64nNk16 steps in increasing k from +0): sm90a/linear_tma.cu's swapped tiles up to M = 64, then
+// sm90a/linear_cluster.cu's 2-CTA clusters of 128 x 256/192/128/64 tiles sharing one operand by
+// multicast.
 #include <algorithm>
 #include <cstdio>
 #include <string>
@@ -138,8 +140,11 @@ struct Config {
   const char* name;
   int bm, bn, threads, smem;
   void (*kernel)(LinearParams);
-  enum Kind { kMma, kStream, kWgmma, kTma } kind;  // kStream: linear_stream.cu; kWgmma: sm90a/linear_wgmma.cu; kTma: sm90a/linear_tma.cu
+  // kStream: linear_stream.cu; kWgmma: sm90a/linear_wgmma.cu; kTma: sm90a/linear_tma.cu;
+  // kCluster: sm90a/linear_cluster.cu
+  enum Kind { kMma, kStream, kWgmma, kTma, kCluster } kind;
   cuda::TmaConfig tma = cuda::TmaConfig::k128x256;
+  cuda::ClusterConfig cluster = cuda::ClusterConfig::k256m2;
 };
 
 template <int BM, int BN, int WM, int WN, int STAGES, bool VEC, int BK>
@@ -149,12 +154,18 @@ constexpr Config make_config(const char* name) {
                 invariant_linear_kernel<BM, BN, WM, WN, STAGES, VEC, BK>, Config::kMma};
 }
 
+constexpr Config cluster_config(const char* name, int bn, cuda::ClusterConfig cluster) {
+  return Config{name, 128, bn, 384, 0, nullptr, Config::kCluster, cuda::TmaConfig::k128x256, cluster};
+}
+
 // Aligned configurations, narrow to wide (the small ones stream long contiguous row pieces per
 // stage), then the bulk-copy streaming one (M <= 16), the wgmma ones (Hopper), and the unaligned
 // fallback (K % 8 != 0 or pointers not 16-byte aligned: same arithmetic with element loads).
 enum ConfigIndex { kMma16x32, kMma16x64, kMma32x64, kMma64x128, kMma128x128, kMma128x256, kStream16x32,
                    kWgmma64x256, kWgmma128x256, kWgmma128x256Overlap, kTma128x256, kTma128x128, kTmaSwap64x16,
-                   kTmaSwap64x32, kTmaSwap64x64, kUnaligned16x32, kConfigCount };
+                   kTmaSwap64x32, kTmaSwap64x64, kCluster256m2, kCluster256m2Lag, kCluster256n2, kCluster256,
+                   kCluster192m2, kCluster192n2, kCluster128m2, kCluster128n2, kCluster128n2Lag0, kCluster64n2, kUnaligned16x32,
+                   kConfigCount };
 const Config kConfigs[kConfigCount] = {
     make_config<16, 32, 16, 16, 4, true, 256>("mma 16x32x256/4st/2w"),
     make_config<16, 64, 16, 16, 5, true, 128>("mma 16x64x128/5st/4w"),
@@ -171,6 +182,16 @@ const Config kConfigs[kConfigCount] = {
     Config{"tma wgmma swapped w64 x m16 x64/10st", 16, 64, 256, 0, nullptr, Config::kTma, cuda::TmaConfig::kSwap64x16},
     Config{"tma wgmma swapped w64 x m32 x64/8st", 32, 64, 256, 0, nullptr, Config::kTma, cuda::TmaConfig::kSwap64x32},
     Config{"tma wgmma swapped w64 x m64 x64/6st", 64, 64, 256, 0, nullptr, Config::kTma, cuda::TmaConfig::kSwap64x64},
+    cluster_config("cluster 2x(128x256) shared w, 4st", 256, cuda::ClusterConfig::k256m2),
+    cluster_config("cluster 2x(128x256) shared w, 4st, release lag 1", 256, cuda::ClusterConfig::k256m2lag),
+    cluster_config("cluster 2x(128x256) shared x, 4st", 256, cuda::ClusterConfig::k256n2),
+    cluster_config("tma 128x256 persistent, 4st, no cluster", 256, cuda::ClusterConfig::k256),
+    cluster_config("cluster 2x(128x192) shared w, 5st", 192, cuda::ClusterConfig::k192m2),
+    cluster_config("cluster 2x(128x192) shared x, 5st", 192, cuda::ClusterConfig::k192n2),
+    cluster_config("cluster 2x(128x128) shared w, 6st", 128, cuda::ClusterConfig::k128m2),
+    cluster_config("cluster 2x(128x128) shared x, 6st", 128, cuda::ClusterConfig::k128n2),
+    cluster_config("cluster 2x(128x128) shared x, 6st, release lag 0", 128, cuda::ClusterConfig::k128n2lag0),
+    cluster_config("cluster 2x(128x64) shared x, 8st", 64, cuda::ClusterConfig::k64n2),
     make_config<16, 32, 16, 16, 4, false, 64>("mma 16x32x64/4st/2w/unaligned"),
 };
 constexpr int kUnalignedConfig = kUnaligned16x32;
@@ -222,17 +243,61 @@ std::string cuda_linear_invariant_config_name(int config) {
   return kConfigs[config].name;
 }
 
-// The automatic choice, from measurements on the H200 (bench_cuda_matmul --sweep, 2026-11-30):
-// on Hopper the TMA-fed wgmma kernels everywhere: swapped (64 weight rows x 16/32/64 rows of x)
-// while M is small or 128 x 128 tiles would not make about one wave, 128 x 128 tiles otherwise
-// (the 128 x 256 tile measured ~350 TFLOP/s against ~560-650). Elsewhere the mma.sync tiles. Only
-// speed depends on it: every configuration gives the same bits (tests/gpu/test_gpu_linear.cpp).
+namespace {
+int multiprocessors() {
+  static const int sms = [] {
+    int device = 0, count = 0;
+    cudaGetDevice(&device);
+    cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, device);
+    return count > 0 ? count : 132;
+  }();
+  return sms;
+}
+
+// Above 64 rows on Hopper: the cluster configuration with the least estimated time. The persistent
+// grid holds one pair of CTAs per two SMs, so a shape takes whole waves of cluster tiles; a wave
+// lasts as long as one CTA's tile, 128 x BN over the tile width's relative rate (measured on the
+// H200 at large M, bench_cuda_matmul --sweep, 2026-12-01: 256 columns 1, 192 0.95, 128 0.85, 64
+// 0.6). Pairs share the weight tile (two row tiles) unless M is one row tile; 64-column tiles
+// always share the activation tile (the weights then stream through 2 x SMs CTAs).
+int cluster_auto_config(int64_t M, int64_t N) {
+  struct Candidate {
+    int config, bn, rows_per_cluster, columns_per_cluster;
+    double rate;
+  };
+  const Candidate share_w[] = {{kCluster256m2, 256, 256, 256, 1.0},
+                               {kCluster192m2, 192, 256, 192, 0.95},
+                               {kCluster128m2, 128, 256, 128, 0.85},
+                               {kCluster64n2, 64, 128, 128, 0.6}};
+  const Candidate share_x[] = {{kCluster256n2, 256, 128, 512, 1.0},
+                               {kCluster192n2, 192, 128, 384, 0.95},
+                               {kCluster128n2, 128, 128, 256, 0.85},
+                               {kCluster64n2, 64, 128, 128, 0.6}};
+  const int64_t slots = std::max(1, multiprocessors() / 2);
+  int best = -1;
+  double best_time = 1e300;
+  for (const Candidate& c : M <= 128 ? share_x : share_w) {
+    const int64_t cluster_tiles = cuda::ceil_div64(M, c.rows_per_cluster) * cuda::ceil_div64(N, c.columns_per_cluster);
+    const double time = double(cuda::ceil_div64(cluster_tiles, slots)) * c.bn / c.rate;
+    if (time < best_time) {  // ties: the wider tile
+      best_time = time;
+      best = c.config;
+    }
+  }
+  return best;
+}
+}  // namespace
+
+// The automatic choice, from measurements on the H200 (bench_cuda_matmul --sweep): on Hopper the
+// TMA-fed wgmma kernels everywhere: swapped (64 weight rows x 16/32/64 rows of x) while M is small,
+// the 2-CTA cluster kernels above (cluster_auto_config). Elsewhere the mma.sync tiles. Only speed
+// depends on it: every configuration gives the same bits (tests/gpu/test_gpu_linear.cpp).
 int cuda_linear_invariant_auto_config(int64_t M, int64_t N, int64_t /*K*/) {
   if (hopper()) {
     if (M <= 16) return kTmaSwap64x16;
     if (M <= 32) return kTmaSwap64x32;
-    if (M <= 64) return N >= 16384 ? kTmaSwap64x64 : kTmaSwap64x32;
-    return cuda::ceil_div64(M, 128) * cuda::ceil_div64(N, 128) >= 96 ? kTma128x128 : kTmaSwap64x64;
+    if (M <= 64) return N > 4096 ? kTmaSwap64x64 : kTmaSwap64x32;
+    return cluster_auto_config(M, N);
   }
   const int64_t tiles128 = cuda::ceil_div64(M, 128) * cuda::ceil_div64(N, 256);
   if (M >= 512 || (M >= 128 && tiles128 >= 96)) return kMma128x256;
@@ -251,7 +316,9 @@ absl::Status cuda_linear_invariant(const ExecContext& ctx, const LinearArgs& a, 
     config = cuda_linear_invariant_auto_config(a.M, a.N, a.K);
   }
   // A forced configuration that cannot take the shape or the device runs the first one instead.
-  if ((kConfigs[config].kind == Config::kStream && a.M > 16) || ((kConfigs[config].kind == Config::kWgmma || kConfigs[config].kind == Config::kTma) && !hopper())) {
+  const Config::Kind kind = kConfigs[config].kind;
+  if ((kind == Config::kStream && a.M > 16) ||
+      ((kind == Config::kWgmma || kind == Config::kTma || kind == Config::kCluster) && !hopper())) {
     config = kMma16x32;
   }
   const Config& c = kConfigs[config];
@@ -260,6 +327,7 @@ absl::Status cuda_linear_invariant(const ExecContext& ctx, const LinearArgs& a, 
   if (tiles > INT32_MAX) return absl::InvalidArgumentError("linear: too many tiles");
   if (c.kind == Config::kWgmma) return cuda::launch_wgmma_linear(p, c.bm, cuda::stream_of(ctx));
   if (c.kind == Config::kTma) return cuda::launch_tma_linear(p, c.tma, cuda::stream_of(ctx));
+  if (c.kind == Config::kCluster) return cuda::launch_cluster_linear(p, c.cluster, cuda::stream_of(ctx));
   if (c.kind == Config::kStream) return cuda::launch_stream_linear(p, cuda::stream_of(ctx));
   static bool attributes_set[kConfigCount] = {};
   if (!attributes_set[config]) {
@@ -268,6 +336,15 @@ absl::Status cuda_linear_invariant(const ExecContext& ctx, const LinearArgs& a, 
   }
   c.kernel<<<dim3(unsigned(tiles)), dim3(c.threads), c.smem, cuda::stream_of(ctx)>>>(p);
   return cuda::check_launch(c.name);
+}
+
+absl::Status cuda_linear_invariant_planted_k_order(const ExecContext& ctx, const LinearArgs& a) {
+  SAMEBITS_RETURN_IF_ERROR(validate(a));
+  if (!hopper() || a.K % 8 != 0 || !aligned16(a.x) || !aligned16(a.w)) {
+    return absl::UnimplementedError("linear: the planted K-order kernel needs compute capability 9.0 and aligned rows");
+  }
+  const LinearParams p{a.x, a.w, a.bias, a.y, a.y_f32, int(a.M), int(a.N), int(a.K)};
+  return cuda::launch_cluster_linear(p, cuda::ClusterConfig::kPlantedReverseK, cuda::stream_of(ctx));
 }
 
 absl::Status cuda_linear(const ExecContext& ctx, const LinearArgs& a) {

@@ -73,6 +73,45 @@ __device__ __forceinline__ void store_output(const LinearParams& p, int row, int
   }
 }
 
+// One warpgroup's wgmma m64nBN accumulators to y: thread `lane` of warp `warp` holds, for each group
+// j of 8 columns, columns 2 * (lane & 3) + {0, 1} of rows a_row and a_row + 8, where
+// a_row = a0 + 16 * warp + (lane >> 2) and a0 is the warpgroup's first A row. Unswapped, A rows are
+// output rows (two adjacent outputs stored at once where aligned); swapped, A rows are output columns.
+template <int BN>
+__device__ __forceinline__ void store_wgmma_accumulators(const LinearParams& p, const float (&d)[BN / 2], int a0,
+                                                         int b0, bool swapped) {
+  const int lane = threadIdx.x & 31, warp = (threadIdx.x / 32) % 4;
+  const int r = a0 + warp * 16 + (lane >> 2);
+#pragma unroll
+  for (int j = 0; j < BN / 8; ++j) {
+    const int col = b0 + j * 8 + (lane & 3) * 2;
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const float v0 = d[4 * j + 2 * h], v1 = d[4 * j + 2 * h + 1];
+      const int row = r + 8 * h;
+      if (swapped) {
+        store_output(p, col, row, v0);
+        store_output(p, col + 1, row, v1);
+      } else if (row < p.M && col + 1 < p.N && (p.N & 1) == 0) {
+        float o0 = v0, o1 = v1;
+        if (p.bias != nullptr) {
+          o0 = o0 + to_float(p.bias[col]);
+          o1 = o1 + to_float(p.bias[col + 1]);
+        }
+        const int64_t at = int64_t(row) * p.N + col;
+        if (p.y_f32 != nullptr) {
+          *reinterpret_cast<float2*>(p.y_f32 + at) = make_float2(o0, o1);
+        } else {
+          *reinterpret_cast<uint32_t*>(p.y + at) = uint32_t(to_bf16(o0).bits) | (uint32_t(to_bf16(o1).bits) << 16);
+        }
+      } else {
+        store_output(p, row, col, v0);
+        store_output(p, row, col + 1, v1);
+      }
+    }
+  }
+}
+
 // Whether the current device is compute capability 9.0 (the sm_90a kernels run only there).
 bool is_hopper_device();
 
@@ -83,6 +122,16 @@ absl::Status launch_wgmma_linear(const LinearParams& p, int bm, cudaStream_t str
 // 128 x 256 or 128 x 128 (A = x), or swapped (A = w: 64 weight rows x 16/32/64 rows of x, for small M).
 enum class TmaConfig { k128x256, k128x128, kSwap64x16, kSwap64x32, kSwap64x64 };
 absl::Status launch_tma_linear(const LinearParams& p, TmaConfig config, cudaStream_t stream);
+// The cluster kernels (sm90a/linear_cluster.cu, sm_90a only): 128 x BN tiles (A = x) computed by
+// 2-CTA clusters sharing the weight tile (m2: two row tiles) or the activation tile (n2: two column
+// tiles) through TMA multicast; k256 alone. "lag" / "lag0": the stage is released one wgmma group
+// later / as soon as its group retires (the default: one later at 192 columns and fewer).
+// kPlantedReverseK (tests only) is k256m2 with the k tiles summed last to first: a K-order change
+// that the configuration tests must see.
+enum class ClusterConfig {
+  k256m2, k256m2lag, k256n2, k256, k192m2, k192n2, k128m2, k128n2, k128n2lag0, k64n2, kPlantedReverseK
+};
+absl::Status launch_cluster_linear(const LinearParams& p, ClusterConfig config, cudaStream_t stream);
 // The bulk-copy streaming kernel for M <= 16 (linear_stream.cu).
 absl::Status launch_stream_linear(const LinearParams& p, cudaStream_t stream);
 

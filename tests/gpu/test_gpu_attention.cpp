@@ -5,9 +5,9 @@
 // batch and its row in it. Contexts of 560 keys cross the 256-key split boundary twice. Default
 // mode must be SEEN to differ (split count from the batch; cached/new keys merged separately).
 // The CUDA backend's two kernel routes for a sequence's last tile of 1..16 rows (one warp per
-// segment, or the 64-row kernel) must give the same bits under every plan, with launches sized
-// from host mirrors or from shape bounds; a bad layout without host mirrors is reported by the
-// device.
+// segment, in blocks of one or more warps, or the 64-row kernel) must give the same bits under
+// every plan, with launches sized from host mirrors or from shape bounds; a bad layout without host
+// mirrors is reported by the device.
 #include <gtest/gtest.h>
 
 #include <optional>
@@ -230,6 +230,9 @@ absl::Status general_kernel_only(const ExecContext& ctx, const AttentionArgs& a)
 absl::Status decode_kernel_always(const ExecContext& ctx, const AttentionArgs& a) {
   return cuda_attention_routed(ctx, a, AttentionRoute::kDecodeKernel);
 }
+absl::Status decode_kernel_wide_blocks(const ExecContext& ctx, const AttentionArgs& a) {
+  return cuda_attention_routed(ctx, a, AttentionRoute::kDecodeKernelWide);
+}
 
 struct RouteCase {
   Mode mode;
@@ -270,45 +273,59 @@ TEST(GpuAttention, DecodeKernelEqualsGeneralKernelBitwise) {
   for (const AttnShapeG& shape : shapes()) {
     const int group = shape.hq / shape.hkv;
     // Decodes across split boundaries; chunks whose last tile holds 1..16 rows; fresh prefills.
-    const std::vector<std::pair<int64_t, int64_t>> layout = {
+    const std::vector<std::pair<int64_t, int64_t>> mixed = {
         {1, 0}, {256, 255}, {257, 256}, {560, 559}, {2000, 1999}, {300, 283}, {600, 600 - 16 / group},
         {90, 0}, {513, 510}, {70, 0}};
-    std::vector<SeqG> seqs;
-    std::vector<int64_t> cached;
-    for (size_t i = 0; i < layout.size(); ++i) {
-      seqs.push_back(make_seq_g(shape, layout[i].first, 40 + i));
-      cached.push_back(layout[i].second);
-    }
-    for (const RouteCase& rc : cases) {
-      SCOPED_TRACE(absl::StrCat(shape.name(), " ", rc.name()));
-      StepOptionsG o = opts(rc.mode);
-      o.plan = rc.plan;
-      auto automatic = route_step(*gpu, shape, seqs, cached, o);
-      auto cpu = route_step(cpu_backend(), shape, seqs, cached, o);
-      o.host_mirrors = false;  // launches sized from the shapes alone
-      auto bounded = route_step(*gpu, shape, seqs, cached, o);
-      o.host_mirrors = true;
-      o.attention = decode_kernel_always;  // kAuto may give small batches to the 64-row kernel
-      auto decode = route_step(*gpu, shape, seqs, cached, o);
-      o.attention = general_kernel_only;
-      auto general = route_step(*gpu, shape, seqs, cached, o);
-      ASSERT_TRUE(automatic.ok()) << automatic.status();
-      ASSERT_TRUE(bounded.ok()) << bounded.status();
-      ASSERT_TRUE(general.ok()) << general.status();
-      ASSERT_TRUE(decode.ok()) << decode.status();
-      ASSERT_TRUE(cpu.ok()) << cpu.status();
-      for (size_t i = 0; i < seqs.size(); ++i) {
-        const int64_t at = first_diff((*general)[i], (*automatic)[i]);
-        EXPECT_EQ(at, -1) << "sequence " << i << " (length " << seqs[i].len << ", cached " << cached[i]
-                          << "): first difference at element " << at;
-        const int64_t at_decode = first_diff((*general)[i], (*decode)[i]);
-        EXPECT_EQ(at_decode, -1) << "sequence " << i << " on the decode kernel: first difference at element "
-                                 << at_decode;
-        const int64_t at_bounded = first_diff((*general)[i], (*bounded)[i]);
-        EXPECT_EQ(at_bounded, -1) << "sequence " << i << " without host mirrors: first difference at element "
-                                  << at_bounded;
-        const double e = nmse((*automatic)[i], (*cpu)[i]);
-        EXPECT_LE(e, 1e-4) << "sequence " << i << " nmse vs cpu " << e;
+    // Decodes alone (tiles of group <= 8 rows: the decode kernel without mma rows 8..15), short
+    // contexts around the 32-key halves of a sub-block that are skipped or zero-filled.
+    const std::vector<std::pair<int64_t, int64_t>> decodes = {
+        {1, 0},   {17, 16},   {31, 30},   {32, 31},   {33, 32},   {63, 62},   {64, 63},   {65, 64},   {82, 81},
+        {96, 95}, {97, 96},   {127, 126}, {128, 127}, {129, 128}, {148, 147}, {300, 299}, {560, 559}};
+    for (const auto* batch : {&mixed, &decodes}) {
+      const std::vector<std::pair<int64_t, int64_t>>& layout = *batch;
+      std::vector<SeqG> seqs;
+      std::vector<int64_t> cached;
+      for (size_t i = 0; i < layout.size(); ++i) {
+        seqs.push_back(make_seq_g(shape, layout[i].first, 40 + i));
+        cached.push_back(layout[i].second);
+      }
+      for (const RouteCase& rc : cases) {
+        SCOPED_TRACE(absl::StrCat(shape.name(), " ", rc.name(), batch == &mixed ? " mixed" : " decodes"));
+        StepOptionsG o = opts(rc.mode);
+        o.plan = rc.plan;
+        auto automatic = route_step(*gpu, shape, seqs, cached, o);
+        auto cpu = route_step(cpu_backend(), shape, seqs, cached, o);
+        o.host_mirrors = false;  // launches sized from the shapes alone
+        auto bounded = route_step(*gpu, shape, seqs, cached, o);
+        o.host_mirrors = true;
+        o.attention = decode_kernel_always;  // kAuto may give small batches to the 64-row kernel
+        auto decode = route_step(*gpu, shape, seqs, cached, o);
+        o.attention = decode_kernel_wide_blocks;  // blocks of up to 8 warps, as large batches get
+        auto wide = route_step(*gpu, shape, seqs, cached, o);
+        o.attention = general_kernel_only;
+        auto general = route_step(*gpu, shape, seqs, cached, o);
+        ASSERT_TRUE(automatic.ok()) << automatic.status();
+        ASSERT_TRUE(bounded.ok()) << bounded.status();
+        ASSERT_TRUE(general.ok()) << general.status();
+        ASSERT_TRUE(decode.ok()) << decode.status();
+        ASSERT_TRUE(wide.ok()) << wide.status();
+        ASSERT_TRUE(cpu.ok()) << cpu.status();
+        for (size_t i = 0; i < seqs.size(); ++i) {
+          const int64_t at = first_diff((*general)[i], (*automatic)[i]);
+          EXPECT_EQ(at, -1) << "sequence " << i << " (length " << seqs[i].len << ", cached " << cached[i]
+                            << "): first difference at element " << at;
+          const int64_t at_decode = first_diff((*general)[i], (*decode)[i]);
+          EXPECT_EQ(at_decode, -1) << "sequence " << i << " on the decode kernel: first difference at element "
+                                   << at_decode;
+          const int64_t at_wide = first_diff((*general)[i], (*wide)[i]);
+          EXPECT_EQ(at_wide, -1) << "sequence " << i << " on the decode kernel's widest blocks: first difference at "
+                                 << "element " << at_wide;
+          const int64_t at_bounded = first_diff((*general)[i], (*bounded)[i]);
+          EXPECT_EQ(at_bounded, -1) << "sequence " << i << " without host mirrors: first difference at element "
+                                    << at_bounded;
+          const double e = nmse((*automatic)[i], (*cpu)[i]);
+          EXPECT_LE(e, 1e-4) << "sequence " << i << " nmse vs cpu " << e;
+        }
       }
     }
   }

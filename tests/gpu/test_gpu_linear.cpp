@@ -34,6 +34,10 @@ struct LinearOut {
   std::string guards;
 };
 
+// config: -1 the backend's own choice (the plan), >= 0 a forced invariant tile configuration,
+// kPlantedKOrder the invariant kernel with its k tiles summed last to first (the inverse tests).
+constexpr int kPlantedKOrder = -2;
+
 // Runs linear on `backend` with host inputs; x [M,K], w [N,K], bias [N] or empty.
 LinearOut run_linear(const Backend& backend, Mode mode, int64_t M, int64_t N, int64_t K, const std::vector<bf16>& x,
                      const std::vector<bf16>& w, const std::vector<bf16>& bias, bool f32_out, int config = -1) {
@@ -62,6 +66,8 @@ LinearOut run_linear(const Backend& backend, Mode mode, int64_t M, int64_t N, in
 #if defined(SAMEBITS_HAVE_CUDA)
   if (config >= 0) {
     st = cuda_linear_invariant(ctx, a, config);
+  } else if (config == kPlantedKOrder) {
+    st = cuda_linear_invariant_planted_k_order(ctx, a);
   } else {
     st = backend.linear(ctx, a);
   }
@@ -112,30 +118,75 @@ TEST(GpuLinear, MatchesCpuBackend) {
 }
 
 #if defined(SAMEBITS_HAVE_CUDA)
+// Shapes for the configuration tests: every M range of the automatic choice (swapped tiles, pairs
+// sharing x at one row tile, pairs sharing w with an odd number of row tiles, so that the second
+// CTA of the last pair lies beyond M), N and K not multiples of any tile (K zero-padded by the
+// copies); under racecheck the small ones (every configuration still runs).
+struct ConfigShape {
+  int64_t M, N, K;
+  std::string name() const { return absl::StrCat("M=", M, " N=", N, " K=", K); }
+};
+std::vector<ConfigShape> config_shapes() {
+  return sweep<ConfigShape>({{1, 4096, 4096}, {5, 520, 1000}, {16, 300, 4104}, {33, 520, 1000}, {65, 1000, 2056},
+                             {128, 1536, 1000}, {200, 1536, 512}, {300, 4096, 4096}, {520, 2000, 1032},
+                             {1000, 4096, 4096}},
+                            {{5, 520, 1000}, {16, 300, 4104}, {200, 1536, 512}, {300, 520, 1000}});
+}
+
 TEST(GpuLinear, InvariantEveryTileConfigurationGivesTheSameBits) {
   SAMEBITS_REQUIRE_GPU();
-  using Shape = std::array<int64_t, 3>;  // M, N, K; under racecheck the small ones (every config still runs)
-  const std::vector<Shape> shapes = sweep<Shape>(
-      {{1, 4096, 4096}, {5, 520, 1000}, {16, 300, 4104}, {33, 520, 1000}, {200, 1536, 512}, {300, 4096, 4096}},
-      {{5, 520, 1000}, {16, 300, 4104}, {200, 1536, 512}});
-  for (const auto& s : shapes) {
-    const auto x = random_bf16(size_t(s[0] * s[2]), 11);
-    const auto w = random_bf16(size_t(s[1] * s[2]), 12, 0.05f);
-    const LinearOut want = run_linear(*gpu, Mode::kInvariant, s[0], s[1], s[2], x, w, {}, false, 0);
+  for (const ConfigShape& s : config_shapes()) {
+    const auto x = random_bf16(size_t(s.M * s.K), 11 + uint64_t(s.M));
+    const auto w = random_bf16(size_t(s.N * s.K), 12 + uint64_t(s.N), 0.05f);
+    const LinearOut want = run_linear(*gpu, Mode::kInvariant, s.M, s.N, s.K, x, w, {}, false, 0);
     for (int config = 1; config < cuda_linear_invariant_config_count(); ++config) {
-      SCOPED_TRACE(absl::StrCat("M=", s[0], " N=", s[1], " K=", s[2], " config ", cuda_linear_invariant_config_name(config)));
-      const LinearOut got = run_linear(*gpu, Mode::kInvariant, s[0], s[1], s[2], x, w, {}, false, config);
+      SCOPED_TRACE(absl::StrCat(s.name(), " config ", cuda_linear_invariant_config_name(config)));
+      const LinearOut got = run_linear(*gpu, Mode::kInvariant, s.M, s.N, s.K, x, w, {}, false, config);
       const int64_t at = first_diff(want.y, got.y);
       EXPECT_EQ(at, -1) << "first difference at element " << at << " of " << want.y.size();
       if (at >= 0) {
         int64_t count = 0;
         for (size_t i = 0; i < want.y.size(); ++i) count += want.y[i].bits != got.y[i].bits;
-        std::printf("config %s differs from config 0 at %lld of %zu elements (M=%lld N=%lld K=%lld)\n",
+        std::printf("config %s differs from config 0 at %lld of %zu elements (%s)\n",
                     cuda_linear_invariant_config_name(config).c_str(), (long long)count, want.y.size(),
-                    (long long)s[0], (long long)s[1], (long long)s[2]);
+                    s.name().c_str());
       }
       EXPECT_EQ(got.guards, "");
     }
+  }
+}
+
+// The inverse: the same comparison against a kernel whose only change is the order of the k tiles
+// (the cluster kernel summing them last to first) must find differing bits at every shape with more
+// than one k tile, while the values stay as close to the reference as any other order.
+TEST(GpuLinear, ConfigurationTestSeesAPlantedKOrderChange) {
+  SAMEBITS_REQUIRE_GPU();
+  {
+    DeviceBuffer<bf16> x(*gpu, 64), w(*gpu, 64), y(*gpu, 4);
+    LinearArgs probe;
+    probe.x = x.data();
+    probe.w = w.data();
+    probe.y = y.data();
+    probe.M = probe.N = 2;
+    probe.K = 32;
+    if (cuda_linear_invariant_planted_k_order(ExecContext{}, probe).code() == absl::StatusCode::kUnimplemented) {
+      GTEST_SKIP() << "the planted kernel needs compute capability 9.0";
+    }
+    ASSERT_TRUE(gpu->synchronize(ExecContext{}).ok());
+  }
+  for (const ConfigShape& s : config_shapes()) {
+    SCOPED_TRACE(s.name());
+    const auto x = random_bf16(size_t(s.M * s.K), 11 + uint64_t(s.M));
+    const auto w = random_bf16(size_t(s.N * s.K), 12 + uint64_t(s.N), 0.05f);
+    const LinearOut want = run_linear(*gpu, Mode::kInvariant, s.M, s.N, s.K, x, w, {}, false, 0);
+    const LinearOut planted = run_linear(*gpu, Mode::kInvariant, s.M, s.N, s.K, x, w, {}, false, kPlantedKOrder);
+    int64_t count = 0;
+    for (size_t i = 0; i < want.y.size(); ++i) count += want.y[i].bits != planted.y[i].bits;
+    std::printf("planted K order: %lld of %zu elements differ (%s)\n", (long long)count, want.y.size(),
+                s.name().c_str());
+    EXPECT_GT(count, 0) << "the configuration comparison cannot see a K-order change";
+    EXPECT_LE(nmse(planted.y, want.y), 1e-5);
+    EXPECT_EQ(planted.guards, "");
   }
 }
 #endif

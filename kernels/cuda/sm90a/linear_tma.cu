@@ -19,12 +19,13 @@
 #include "absl/strings/str_cat.h"
 #include "kernels/cuda/cuda_common.h"
 #include "kernels/cuda/linear_common.cuh"
+#include "kernels/cuda/sm90a/tma_ops.cuh"
 #include "kernels/cuda/sm90a/wgmma_ops.cuh"
 
 namespace samebits::cuda {
 namespace {
 
-constexpr int kBK = 64;  // one 128-byte swizzled row of bf16 per k-tile
+constexpr int kBK = kTmaBoxK;
 
 struct TmaParams {
   LinearParams p;
@@ -32,14 +33,6 @@ struct TmaParams {
   int swapped;
 };
 
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-__device__ __forceinline__ void tma_load_2d(uint32_t dst, const CUtensorMap* map, int k, int row, uint32_t bar) {
-  asm volatile(
-      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n" ::"r"(dst),
-      "l"(reinterpret_cast<uint64_t>(map)), "r"(k), "r"(row), "r"(bar)
-      : "memory");
-}
-#endif
 
 template <int WG, int BN, int STAGES>
 struct TmaTile {
@@ -90,7 +83,7 @@ __global__ void __launch_bounds__(TmaTile<WG, BN, STAGES>::kThreads, WG == 1 ? 2
     }
   } else {  // consumers: warpgroup c owns rows [64c, 64c + 64) of the A tile
     if constexpr (BN == 256) asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n");
-    const int c = wg - 1, lane = tid & 31, warp = (tid / 32) % 4;
+    const int c = wg - 1;
     int it = 0;
     for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
       int a0, b0;
@@ -100,12 +93,8 @@ __global__ void __launch_bounds__(TmaTile<WG, BN, STAGES>::kThreads, WG == 1 ? 2
       for (int i = 0; i < BN / 2; ++i) d[i] = 0.0f;
       for (int kt = 0; kt < KT; ++kt, ++it) {
         const int s = it % STAGES;
-        mbar_wait(full + 8 * s, (it / STAGES) & 1);
-        const uint32_t a_tile = base + s * T::kStage + c * 64 * kBK * 2, b_tile = base + s * T::kStage + T::kABytes;
-        wgmma_fence();
-#pragma unroll
-        for (int kk = 0; kk < kBK / 16; ++kk) wgmma_m64k16<BN>(d, smem_desc(a_tile + kk * 32), smem_desc(b_tile + kk * 32));
-        wgmma_commit();
+        const uint32_t stage = base + s * T::kStage;
+        wgmma_k_tile<BN>(d, full + 8 * s, (it / STAGES) & 1, stage + c * 64 * kBK * 2, stage + T::kABytes);
         wgmma_wait<1>();
         if (kt > 0) mbar_arrive(empty + 8 * ((it - 1) % STAGES));  // that stage's group has retired
       }
@@ -114,72 +103,10 @@ __global__ void __launch_bounds__(TmaTile<WG, BN, STAGES>::kThreads, WG == 1 ? 2
       for (int i = 0; i < BN / 2; ++i) asm volatile("" : "+f"(d[i])::"memory");
       mbar_arrive(empty + 8 * ((it - 1) % STAGES));
 
-      const int r = a0 + c * 64 + warp * 16 + (lane >> 2);
-      const LinearParams& p = tp.p;
-#pragma unroll
-      for (int j = 0; j < BN / 8; ++j) {
-        const int col = b0 + j * 8 + (lane & 3) * 2;
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          const float v0 = d[4 * j + 2 * h], v1 = d[4 * j + 2 * h + 1];
-          const int row = r + 8 * h;
-          if (tp.swapped) {  // A rows are output columns n, B rows are output rows m
-            store_output(p, col, row, v0);
-            store_output(p, col + 1, row, v1);
-          } else if (row < p.M && col + 1 < p.N && (p.N & 1) == 0) {  // two adjacent outputs at once
-            float o0 = v0, o1 = v1;
-            if (p.bias != nullptr) {
-              o0 = o0 + to_float(p.bias[col]);
-              o1 = o1 + to_float(p.bias[col + 1]);
-            }
-            const int64_t at = int64_t(row) * p.N + col;
-            if (p.y_f32 != nullptr) {
-              *reinterpret_cast<float2*>(p.y_f32 + at) = make_float2(o0, o1);
-            } else {
-              *reinterpret_cast<uint32_t*>(p.y + at) = uint32_t(to_bf16(o0).bits) | (uint32_t(to_bf16(o1).bits) << 16);
-            }
-          } else {
-            store_output(p, row, col, v0);
-            store_output(p, row, col + 1, v1);
-          }
-        }
-      }
+      store_wgmma_accumulators<BN>(tp.p, d, a0 + c * 64, b0, tp.swapped != 0);
     }
   }
 #endif
-}
-
-using EncodeTiled = CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*, const cuuint64_t*,
-                                 const cuuint64_t*, const cuuint32_t*, const cuuint32_t*, CUtensorMapInterleave,
-                                 CUtensorMapSwizzle, CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
-
-EncodeTiled encode_fn() {
-  static EncodeTiled fn = [] {
-    void* f = nullptr;
-    cudaDriverEntryPointQueryResult q;
-    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &f, 12000, cudaEnableDefault, &q) != cudaSuccess ||
-        q != cudaDriverEntryPointSuccess) {
-      return EncodeTiled(nullptr);
-    }
-    return reinterpret_cast<EncodeTiled>(f);
-  }();
-  return fn;
-}
-
-// A [rows, K] bf16 row-major matrix as boxes of box_rows x 64 columns, 128-byte swizzled; reads
-// beyond rows or K return zeros.
-absl::Status make_map(CUtensorMap* map, const bf16* ptr, int rows, int K, int box_rows) {
-  EncodeTiled encode = encode_fn();
-  if (encode == nullptr) return absl::UnimplementedError("linear: cuTensorMapEncodeTiled is unavailable");
-  const cuuint64_t dims[2] = {cuuint64_t(K), cuuint64_t(rows)};
-  const cuuint64_t strides[1] = {cuuint64_t(K) * 2};
-  const cuuint32_t box[2] = {cuuint32_t(kBK), cuuint32_t(box_rows)};
-  const cuuint32_t elem[2] = {1, 1};
-  const CUresult r = encode(map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, const_cast<bf16*>(ptr), dims, strides, box, elem,
-                            CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-                            CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-  if (r != CUDA_SUCCESS) return absl::InternalError(absl::StrCat("linear: cuTensorMapEncodeTiled failed (", int(r), ")"));
-  return absl::OkStatus();
 }
 
 template <int WG, int BN, int STAGES>
@@ -197,8 +124,8 @@ absl::Status launch(const LinearParams& p, bool swapped, cudaStream_t stream) {
   }
   TmaParams tp{p, swapped ? p.N : p.M, swapped ? p.M : p.N, swapped ? 1 : 0};
   CUtensorMap map_a, map_b;
-  SAMEBITS_RETURN_IF_ERROR(make_map(&map_a, swapped ? p.w : p.x, tp.rows_a, p.K, T::kBM));
-  SAMEBITS_RETURN_IF_ERROR(make_map(&map_b, swapped ? p.x : p.w, tp.rows_b, p.K, BN));
+  SAMEBITS_RETURN_IF_ERROR(make_tma_map(&map_a, swapped ? p.w : p.x, tp.rows_a, p.K, T::kBM));
+  SAMEBITS_RETURN_IF_ERROR(make_tma_map(&map_b, swapped ? p.x : p.w, tp.rows_b, p.K, BN));
   const int64_t tiles = ceil_div64(tp.rows_a, T::kBM) * ceil_div64(tp.rows_b, BN);
   const int64_t grid = std::min<int64_t>(tiles, int64_t(blocks_per_sm) * sms);
   kernel<<<unsigned(grid), T::kThreads, T::kSmem, stream>>>(map_a, map_b, tp);
@@ -206,6 +133,39 @@ absl::Status launch(const LinearParams& p, bool swapped, cudaStream_t stream) {
 }
 
 }  // namespace
+
+namespace {
+using EncodeTiled = CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*, const cuuint64_t*,
+                                 const cuuint64_t*, const cuuint32_t*, const cuuint32_t*, CUtensorMapInterleave,
+                                 CUtensorMapSwizzle, CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
+
+EncodeTiled encode_fn() {
+  static EncodeTiled fn = [] {
+    void* f = nullptr;
+    cudaDriverEntryPointQueryResult q;
+    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &f, 12000, cudaEnableDefault, &q) != cudaSuccess ||
+        q != cudaDriverEntryPointSuccess) {
+      return EncodeTiled(nullptr);
+    }
+    return reinterpret_cast<EncodeTiled>(f);
+  }();
+  return fn;
+}
+}  // namespace
+
+absl::Status make_tma_map(CUtensorMap* map, const bf16* ptr, int rows, int K, int box_rows) {
+  EncodeTiled encode = encode_fn();
+  if (encode == nullptr) return absl::UnimplementedError("linear: cuTensorMapEncodeTiled is unavailable");
+  const cuuint64_t dims[2] = {cuuint64_t(K), cuuint64_t(rows)};
+  const cuuint64_t strides[1] = {cuuint64_t(K) * 2};
+  const cuuint32_t box[2] = {cuuint32_t(kTmaBoxK), cuuint32_t(box_rows)};
+  const cuuint32_t elem[2] = {1, 1};
+  const CUresult r = encode(map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, const_cast<bf16*>(ptr), dims, strides, box, elem,
+                            CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                            CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (r != CUDA_SUCCESS) return absl::InternalError(absl::StrCat("linear: cuTensorMapEncodeTiled failed (", int(r), ")"));
+  return absl::OkStatus();
+}
 
 absl::Status launch_tma_linear(const LinearParams& p, TmaConfig config, cudaStream_t stream) {
   if (!is_hopper_device()) return absl::UnimplementedError("linear: the TMA kernels need compute capability 9.0");

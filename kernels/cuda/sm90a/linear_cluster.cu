@@ -1,0 +1,208 @@
+// Invariant linear on Hopper above M = 64: 128 x BN tiles (BN = 256, 192, 128 or 64) computed by
+// pairs of CTAs (2-CTA thread-block clusters) that share one operand through TMA multicast, or by
+// single CTAs (compiled for sm_90a only). Same contract as linear.cu: every output element is ONE chain of k16 steps
+// (wgmma m64nBNk16, bf16 in, fp32 accumulate) in increasing k from +0, K zero-padded to a multiple
+// of 64 by the copy engine, then + bias and one rounding. No split-K, no stream-K: a tile's whole K
+// runs in order on one warpgroup's accumulators, so neither the tile shape, the cluster shape, the
+// grid nor M changes a bit (tests/gpu forces every configuration and compares).
+//
+// Why clusters: a 128 x 256 tile reads 48 KiB per 64-deep k step for 4.2 MFLOP; at the tensor
+// cores' rate that is more than L2 delivers to all SMs at once. The two CTAs of a cluster compute
+// neighbouring tiles that share the weight tile (CM = 2: rows m0 and m0 + 128, B multicast) or the
+// activation tile (CN = 2: columns n0 and n0 + BN, A multicast); each CTA loads half of the shared
+// box and multicasts it into both, so L2 traffic per CTA drops to 32 KiB (CM = 2, BN = 256).
+// Roles: warp 0 of warpgroup 0 issues the copies into a STAGES-deep ring (full/empty mbarriers,
+// registers given back by setmaxnreg); warpgroups 1 and 2 each own 64 rows of the tile and the
+// stage's BN columns. A stage is refilled only after the consumers of BOTH CTAs released it (each
+// consumer warpgroup arrives on the empty barrier of every CTA of the cluster), because the peer's
+// multicast writes into this CTA's stage too. The grid is persistent: cluster c walks cluster
+// tiles c, c + clusters, ... (grouped raster), so the next tile's copies start during the epilogue.
+#include <cuda.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "kernels/cuda/cuda_common.h"
+#include "kernels/cuda/linear_common.cuh"
+#include "kernels/cuda/sm90a/tma_ops.cuh"
+#include "kernels/cuda/sm90a/wgmma_ops.cuh"
+
+namespace samebits::cuda {
+namespace {
+
+constexpr int kBK = kTmaBoxK, kBM = 128;
+
+// CM x CN CTAs per cluster (CM * CN <= 2); LAG wgmma groups left in flight when a stage is
+// released (0: the stage is released as soon as its own group retires). REVERSE_K (tests only: a
+// planted K-order change) copies the k tiles last to first.
+template <int BN, int CM, int CN, int STAGES, int LAG>
+struct ClusterTile {
+  static constexpr int kCtas = CM * CN;
+  static constexpr int kABytes = kBM * kBK * 2, kBBytes = BN * kBK * 2, kStage = kABytes + kBBytes;
+  static constexpr int kARows = kBM / CN, kBRows = BN / CM;  // rows of A and B this CTA copies
+  static constexpr int kThreads = 3 * 128;
+  static constexpr int kSmem = STAGES * kStage + 1024 + 256;  // + alignment + barriers
+  static_assert(kCtas <= 2 && LAG <= 1, "pairs of CTAs, at most one group in flight");
+  static_assert(kStage % 1024 == 0 && (kARows * 128) % 1024 == 0 && (kBRows * 128) % 1024 == 0,
+                "stages and multicast halves stay 1024-byte aligned (128-byte swizzle atoms)");
+  static_assert(kSmem <= 227 * 1024, "shared memory of one block");
+};
+
+template <int BN, int CM, int CN, int STAGES, int LAG, bool REVERSE_K>
+__global__ void __launch_bounds__(3 * 128, 1)
+    cluster_linear_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b,
+                          LinearParams p) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  using T = ClusterTile<BN, CM, CN, STAGES, LAG>;
+  extern __shared__ unsigned char smem_raw[];
+  const uint32_t base = (smem_addr(smem_raw) + 1023u) & ~1023u;
+  const uint32_t full = base + STAGES * T::kStage, empty = full + 8 * STAGES;
+  const int tid = threadIdx.x, wg = tid / 128;
+  const uint32_t rank = T::kCtas == 1 ? 0 : cluster_cta_rank();
+  const int rank_m = int(rank) / CN, rank_n = int(rank) % CN;
+  const int cluster = T::kCtas == 1 ? blockIdx.x : int(cluster_index());
+  const int clusters = T::kCtas == 1 ? gridDim.x : int(cluster_count());
+  const int tiles = ((p.M + kBM * CM - 1) / (kBM * CM)) * ((p.N + BN * CN - 1) / (BN * CN));
+  const int KT = (p.K + kBK - 1) / kBK;
+  // This CTA's tile of cluster tile t.
+  auto tile_origin = [&](int t, int* m0, int* n0) {
+    tile_of_block(t, p.M, p.N, kBM * CM, BN * CN, m0, n0);
+    *m0 += rank_m * kBM;
+    *n0 += rank_n * BN;
+  };
+  if (tid == 0) {
+    for (int s = 0; s < STAGES; ++s) {
+      mbar_init(full + 8 * s, 1);
+      mbar_init(empty + 8 * s, 2 * T::kCtas);  // one arrival per consumer warpgroup of each CTA
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+  }
+  if constexpr (T::kCtas > 1) {
+    cluster_sync();
+  } else {
+    __syncthreads();
+  }
+
+  if (wg == 0) {  // producer
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
+    if (tid == 0) {
+      int it = 0;
+      for (int t = cluster; t < tiles; t += clusters) {
+        int m0, n0;
+        tile_origin(t, &m0, &n0);
+        for (int step = 0; step < KT; ++step, ++it) {
+          const int s = it % STAGES, kt = REVERSE_K ? KT - 1 - step : step;
+          mbar_wait(empty + 8 * s, ((it / STAGES) & 1) ^ 1);
+          mbar_expect_tx(full + 8 * s, T::kStage);  // own copies and the peer's multicast half
+          const uint32_t stage = base + s * T::kStage, bar = full + 8 * s;
+          if constexpr (CN == 2) {  // A shared along N: this CTA copies rows [64 rank_n, + 64) to both
+            tma_load_2d_multicast(stage + rank_n * T::kARows * 128, &map_a, kt * kBK, m0 + rank_n * T::kARows, bar,
+                                  uint16_t(3));
+          } else {
+            tma_load_2d(stage, &map_a, kt * kBK, m0, bar);
+          }
+          if constexpr (CM == 2) {  // B shared along M: this CTA copies rows [BN/2 rank_m, + BN/2) to both
+            tma_load_2d_multicast(stage + T::kABytes + rank_m * T::kBRows * 128, &map_b, kt * kBK,
+                                  n0 + rank_m * T::kBRows, bar, uint16_t(3));
+          } else {
+            tma_load_2d(stage + T::kABytes, &map_b, kt * kBK, n0, bar);
+          }
+        }
+      }
+    }
+  } else {  // consumers: warpgroup c owns rows [64c, 64c + 64) of the tile
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n");
+    const int c = wg - 1;
+    auto release = [&](int s) {  // this warpgroup no longer reads stage s: thread i tells CTA i
+      if constexpr (T::kCtas == 1) {
+        if (tid % 128 == 0) mbar_arrive(empty + 8 * s);
+      } else if (tid % 128 < T::kCtas) {
+        mbar_arrive_cluster(empty + 8 * s, uint32_t(tid % 128));
+      }
+    };
+    int it = 0;
+    for (int t = cluster; t < tiles; t += clusters) {
+      int m0, n0;
+      tile_origin(t, &m0, &n0);
+      float d[BN / 2];
+#pragma unroll
+      for (int i = 0; i < BN / 2; ++i) d[i] = 0.0f;
+      for (int kt = 0; kt < KT; ++kt, ++it) {
+        const int s = it % STAGES;
+        const uint32_t stage = base + s * T::kStage;
+        wgmma_k_tile<BN>(d, full + 8 * s, (it / STAGES) & 1, stage + c * 64 * kBK * 2, stage + T::kABytes);
+        wgmma_wait<LAG>();
+        if constexpr (LAG == 0) {
+          release(s);
+        } else if (kt > 0) {
+          release((it - 1) % STAGES);  // that stage's group has retired
+        }
+      }
+      wgmma_wait<0>();
+#pragma unroll
+      for (int i = 0; i < BN / 2; ++i) asm volatile("" : "+f"(d[i])::"memory");
+      if constexpr (LAG == 1) release((it - 1) % STAGES);
+      store_wgmma_accumulators<BN>(p, d, m0 + c * 64, n0, false);
+    }
+  }
+  __syncwarp();
+  if constexpr (T::kCtas > 1) cluster_sync();  // the peer may still arrive on this CTA's barriers
+#endif
+}
+
+template <int BN, int CM, int CN, int STAGES, int LAG, bool REVERSE_K = false>
+absl::Status launch(const LinearParams& p, cudaStream_t stream) {
+  using T = ClusterTile<BN, CM, CN, STAGES, LAG>;
+  auto kernel = cluster_linear_kernel<BN, CM, CN, STAGES, LAG, REVERSE_K>;
+  static int max_clusters = 0;
+  cudaLaunchConfig_t config = {};
+  cudaLaunchAttribute attribute[1];
+  attribute[0].id = cudaLaunchAttributeClusterDimension;
+  attribute[0].val.clusterDim.x = T::kCtas;
+  attribute[0].val.clusterDim.y = 1;
+  attribute[0].val.clusterDim.z = 1;
+  config.blockDim = dim3(T::kThreads);
+  config.dynamicSmemBytes = T::kSmem;
+  config.stream = stream;
+  config.attrs = attribute;
+  config.numAttrs = 1;
+  if (max_clusters == 0) {
+    SAMEBITS_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, T::kSmem));
+    int device = 0, sms = 0;
+    SAMEBITS_CUDA_TRY(cudaGetDevice(&device));
+    SAMEBITS_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+    config.gridDim = dim3(unsigned(sms / T::kCtas * T::kCtas));
+    SAMEBITS_CUDA_TRY(cudaOccupancyMaxActiveClusters(&max_clusters, kernel, &config));
+    if (max_clusters < 1) return absl::InternalError("linear: the cluster kernel does not fit on the device");
+  }
+  CUtensorMap map_a, map_b;
+  SAMEBITS_RETURN_IF_ERROR(make_tma_map(&map_a, p.x, p.M, p.K, T::kARows));
+  SAMEBITS_RETURN_IF_ERROR(make_tma_map(&map_b, p.w, p.N, p.K, T::kBRows));
+  const int64_t tiles = ceil_div64(p.M, kBM * CM) * ceil_div64(p.N, BN * CN);
+  config.gridDim = dim3(unsigned(std::min<int64_t>(tiles, max_clusters) * T::kCtas));
+  SAMEBITS_CUDA_TRY(cudaLaunchKernelEx(&config, kernel, map_a, map_b, p));
+  return check_launch("cluster_linear_kernel");
+}
+
+}  // namespace
+
+absl::Status launch_cluster_linear(const LinearParams& p, ClusterConfig config, cudaStream_t stream) {
+  if (!is_hopper_device()) return absl::UnimplementedError("linear: the cluster kernels need compute capability 9.0");
+  switch (config) {
+    case ClusterConfig::k256m2: return launch<256, 2, 1, 4, 0>(p, stream);
+    case ClusterConfig::k256m2lag: return launch<256, 2, 1, 4, 1>(p, stream);
+    case ClusterConfig::k256n2: return launch<256, 1, 2, 4, 0>(p, stream);
+    case ClusterConfig::k256: return launch<256, 1, 1, 4, 0>(p, stream);
+    case ClusterConfig::k192m2: return launch<192, 2, 1, 5, 1>(p, stream);
+    case ClusterConfig::k192n2: return launch<192, 1, 2, 5, 1>(p, stream);
+    case ClusterConfig::k128m2: return launch<128, 2, 1, 6, 1>(p, stream);
+    case ClusterConfig::k128n2: return launch<128, 1, 2, 6, 1>(p, stream);
+    case ClusterConfig::k128n2lag0: return launch<128, 1, 2, 6, 0>(p, stream);
+    case ClusterConfig::k64n2: return launch<64, 1, 2, 8, 1>(p, stream);
+    case ClusterConfig::kPlantedReverseK: return launch<256, 2, 1, 4, 0, true>(p, stream);
+  }
+  return absl::InvalidArgumentError("linear: unknown cluster configuration");
+}
+
+}  // namespace samebits::cuda
