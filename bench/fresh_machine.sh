@@ -34,8 +34,9 @@ mkdir -p "$root/root/logs"
 cp /etc/resolv.conf "$root/etc/resolv.conf"
 mount --bind /proc "$root/proc"
 mount --bind /dev "$root/dev"
+mount --bind /dev/pts "$root/dev/pts"
 mount -t sysfs sysfs "$root/sys"
-trap 'umount "$root/sys" "$root/dev" "$root/proc"' EXIT
+trap 'umount "$root/sys" "$root/dev/pts" "$root/dev" "$root/proc"' EXIT
 
 readme="$root/root/samebits/README.md"
 main_command=$(grep -m1 -E '^    ci/setup.sh( main)? && cmake --preset main ' "$readme" | sed 's/^    //')
