@@ -2,7 +2,7 @@
 // bf16 out) at the Qwen3-8B linear shapes (N, K) = (6144, 4096) qkv, (4096, 4096) o, (24576, 4096)
 // gate+up, (4096, 12288) down, (151936, 4096) lm_head, for M = 1 .. 8192. Per case one benchmark
 // times, side by side, cuBLASLt, the invariant kernel's automatic choice and the previous automatic
-// choice (main before the cluster kernels; its configurations are unchanged in this build): each
+// choice (cuda_linear_invariant_previous_auto_config; its configurations are unchanged in this build): each
 // iteration times a batch of calls of each (CUDA events, weights rotated among copies so that they
 // do not sit in L2), in an order that rotates from one iteration to the next, so that the GPU's
 // clock and power state (a GEMM at full rate lowers the clocks of what follows it) weigh on all
@@ -57,17 +57,6 @@ Operands& operands(int64_t N, int64_t K) {
   return *slot;
 }
 
-// The automatic choice of main before the cluster kernels (2026-11-30, kernels/cuda/linear.cu):
-// swapped TMA tiles up to M = 64, then 128 x 128 tiles where they make about one wave, else the
-// swapped 64-row tiles. Configuration indices 11-14 are the same kernels in this build.
-int previous_auto_config(int64_t M, int64_t N) {
-  constexpr int kTma128x128 = 11, kSwap16 = 12, kSwap32 = 13, kSwap64 = 14;
-  if (M <= 16) return kSwap16;
-  if (M <= 32) return kSwap32;
-  if (M <= 64) return N >= 16384 ? kSwap64 : kSwap32;
-  return ((M + 127) / 128) * ((N + 127) / 128) >= 96 ? kTma128x128 : kSwap64;
-}
-
 // One call of linear at (N, K, M): config -2 cuBLASLt (default mode), -1 invariant automatic
 // choice, >= 0 forced configuration. Sets *failed on an error.
 std::function<void(int)> linear_call(Operands& op, int64_t N, int64_t K, int64_t M, int config, bool* failed) {
@@ -119,7 +108,8 @@ void compare(benchmark::State& state, int64_t N, int64_t K, int64_t M) {
   }
   constexpr int kMethods = 3;
   const char* names[kMethods] = {"cublas", "invariant", "previous"};
-  const int configs[kMethods] = {-2, cuda_linear_invariant_auto_config(M, N, K), previous_auto_config(M, N)};
+  const int configs[kMethods] = {-2, cuda_linear_invariant_auto_config(M, N, K),
+                                 cuda_linear_invariant_previous_auto_config(M, N)};
   bool failed = false;
   std::function<void(int)> calls[kMethods];
   int reps[kMethods];

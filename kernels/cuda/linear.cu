@@ -164,8 +164,10 @@ constexpr Config cluster_config(const char* name, int bn, cuda::ClusterConfig cl
 enum ConfigIndex { kMma16x32, kMma16x64, kMma32x64, kMma64x128, kMma128x128, kMma128x256, kStream16x32,
                    kWgmma64x256, kWgmma128x256, kWgmma128x256Overlap, kTma128x256, kTma128x128, kTmaSwap64x16,
                    kTmaSwap64x32, kTmaSwap64x64, kCluster256m2, kCluster256m2Lag, kCluster256n2, kCluster256,
-                   kCluster192m2, kCluster192n2, kCluster128m2, kCluster128n2, kCluster128n2Lag0, kCluster64n2, kUnaligned16x32,
-                   kConfigCount };
+                   kCluster192m2, kCluster192n2, kCluster128m2, kCluster128n2, kCluster128n2Lag0, kCluster64n2,
+                   kTmaSwap64x16Prefetch, kTmaSwap64x32Prefetch, kTmaSwap64x64Prefetch, kCluster256m2Out,
+                   kCluster256n2Out, kCluster192m2Out, kCluster128m2Out, kCluster128n2Out, kCluster96m2, kCluster64n2Out,
+                   kUnaligned16x32, kConfigCount };
 const Config kConfigs[kConfigCount] = {
     make_config<16, 32, 16, 16, 4, true, 256>("mma 16x32x256/4st/2w"),
     make_config<16, 64, 16, 16, 5, true, 128>("mma 16x64x128/5st/4w"),
@@ -192,6 +194,19 @@ const Config kConfigs[kConfigCount] = {
     cluster_config("cluster 2x(128x128) shared x, 6st", 128, cuda::ClusterConfig::k128n2),
     cluster_config("cluster 2x(128x128) shared x, 6st, release lag 0", 128, cuda::ClusterConfig::k128n2lag0),
     cluster_config("cluster 2x(128x64) shared x, 8st", 64, cuda::ClusterConfig::k64n2),
+    Config{"tma wgmma swapped w64 x m16 x64/10st, w prefetched to L2", 16, 64, 256, 0, nullptr, Config::kTma,
+           cuda::TmaConfig::kSwap64x16Prefetch},
+    Config{"tma wgmma swapped w64 x m32 x64/8st, w prefetched to L2", 32, 64, 256, 0, nullptr, Config::kTma,
+           cuda::TmaConfig::kSwap64x32Prefetch},
+    Config{"tma wgmma swapped w64 x m64 x64/6st, w prefetched to L2", 64, 64, 256, 0, nullptr, Config::kTma,
+           cuda::TmaConfig::kSwap64x64Prefetch},
+    cluster_config("cluster 2x(128x256) shared w, 4st, output by TMA", 256, cuda::ClusterConfig::k256m2out),
+    cluster_config("cluster 2x(128x256) shared x, 4st, output by TMA", 256, cuda::ClusterConfig::k256n2out),
+    cluster_config("cluster 2x(128x192) shared w, 4st, output by TMA", 192, cuda::ClusterConfig::k192m2out),
+    cluster_config("cluster 2x(128x128) shared w, 6st, output by TMA", 128, cuda::ClusterConfig::k128m2out),
+    cluster_config("cluster 2x(128x128) shared x, 6st, output by TMA, w prefetched", 128, cuda::ClusterConfig::k128n2out),
+    cluster_config("cluster 2x(128x96) shared w, 8st, w prefetched", 96, cuda::ClusterConfig::k96m2),
+    cluster_config("cluster 2x(128x64) shared x, 8st, output by TMA, w prefetched", 64, cuda::ClusterConfig::k64n2out),
     make_config<16, 32, 16, 16, 4, false, 64>("mma 16x32x64/4st/2w/unaligned"),
 };
 constexpr int kUnalignedConfig = kUnaligned16x32;
@@ -257,26 +272,37 @@ int multiprocessors() {
 // Above 64 rows on Hopper: the cluster configuration with the least estimated time. The persistent
 // grid holds one pair of CTAs per two SMs, so a shape takes whole waves of cluster tiles; a wave
 // lasts as long as one CTA's tile, 128 x BN over the tile width's relative rate (measured on the
-// H200 at large M, bench_cuda_matmul --sweep, 2026-12-01: 256 columns 1, 192 0.95, 128 0.85, 64
-// 0.6). Pairs share the weight tile (two row tiles) unless M is one row tile; 64-column tiles
-// always share the activation tile (the weights then stream through 2 x SMs CTAs).
-int cluster_auto_config(int64_t M, int64_t N) {
-  struct Candidate {
-    int config, bn, rows_per_cluster, columns_per_cluster;
-    double rate;
-  };
-  const Candidate share_w[] = {{kCluster256m2, 256, 256, 256, 1.0},
-                               {kCluster192m2, 192, 256, 192, 0.95},
-                               {kCluster128m2, 128, 256, 128, 0.85},
-                               {kCluster64n2, 64, 128, 128, 0.6}};
-  const Candidate share_x[] = {{kCluster256n2, 256, 128, 512, 1.0},
-                               {kCluster192n2, 192, 128, 384, 0.95},
-                               {kCluster128n2, 128, 128, 256, 0.85},
-                               {kCluster64n2, 64, 128, 128, 0.6}};
+// H200, bench_cuda_matmul --sweep). Pairs share the weight tile (two row tiles) unless M is one row
+// tile; 64-column tiles always share the activation tile (the weights then stream through 2 x SMs
+// CTAs).
+struct ClusterCandidate {
+  int config, bn, rows_per_cluster, columns_per_cluster;
+  double rate;
+};
+struct ClusterCandidates {
+  ClusterCandidate share_w[5], share_x[5];  // config -1: none
+};
+
+// The candidates and rates of main before the staged output (2026-12-01, rates 256 columns 1,
+// 192 0.95, 128 0.85, 64 0.6); kept for the benchmark's side-by-side column.
+constexpr ClusterCandidates kPreviousClusters = {
+    {{kCluster256m2, 256, 256, 256, 1.0}, {kCluster192m2, 192, 256, 192, 0.95}, {kCluster128m2, 128, 256, 128, 0.85},
+     {kCluster64n2, 64, 128, 128, 0.6}, {-1, 0, 0, 0, 0}},
+    {{kCluster256n2, 256, 128, 512, 1.0}, {kCluster192n2, 192, 128, 384, 0.95}, {kCluster128n2, 128, 128, 256, 0.85},
+     {kCluster64n2, 64, 128, 128, 0.6}, {-1, 0, 0, 0, 0}}};
+// With the output stored by the copy engine (and the weights prefetched into L2 where they stream).
+constexpr ClusterCandidates kClusters = {
+    {{kCluster256m2Out, 256, 256, 256, 1.0}, {kCluster192m2Out, 192, 256, 192, 0.95},
+     {kCluster128m2Out, 128, 256, 128, 0.85}, {kCluster96m2, 96, 256, 96, 0.75}, {kCluster64n2Out, 64, 128, 128, 0.6}},
+    {{kCluster256n2Out, 256, 128, 512, 1.0}, {kCluster192n2, 192, 128, 384, 0.95},
+     {kCluster128n2Out, 128, 128, 256, 0.85}, {kCluster64n2Out, 64, 128, 128, 0.6}, {-1, 0, 0, 0, 0}}};
+
+int cluster_auto_config(int64_t M, int64_t N, const ClusterCandidates& candidates) {
   const int64_t slots = std::max(1, multiprocessors() / 2);
   int best = -1;
   double best_time = 1e300;
-  for (const Candidate& c : M <= 128 ? share_x : share_w) {
+  for (const ClusterCandidate& c : M <= 128 ? candidates.share_x : candidates.share_w) {
+    if (c.config < 0) continue;
     const int64_t cluster_tiles = cuda::ceil_div64(M, c.rows_per_cluster) * cuda::ceil_div64(N, c.columns_per_cluster);
     const double time = double(cuda::ceil_div64(cluster_tiles, slots)) * c.bn / c.rate;
     if (time < best_time) {  // ties: the wider tile
@@ -289,15 +315,16 @@ int cluster_auto_config(int64_t M, int64_t N) {
 }  // namespace
 
 // The automatic choice, from measurements on the H200 (bench_cuda_matmul --sweep): on Hopper the
-// TMA-fed wgmma kernels everywhere: swapped (64 weight rows x 16/32/64 rows of x) while M is small,
-// the 2-CTA cluster kernels above (cluster_auto_config). Elsewhere the mma.sync tiles. Only speed
-// depends on it: every configuration gives the same bits (tests/gpu/test_gpu_linear.cpp).
+// TMA-fed wgmma kernels everywhere: swapped (64 weight rows x 16/32/64 rows of x, the weights
+// prefetched into L2) while M is small, the 2-CTA cluster kernels above (cluster_auto_config).
+// Elsewhere the mma.sync tiles. Only speed depends on it: every configuration gives the same bits
+// (tests/gpu/test_gpu_linear.cpp).
 int cuda_linear_invariant_auto_config(int64_t M, int64_t N, int64_t /*K*/) {
   if (hopper()) {
-    if (M <= 16) return kTmaSwap64x16;
-    if (M <= 32) return kTmaSwap64x32;
-    if (M <= 64) return N > 4096 ? kTmaSwap64x64 : kTmaSwap64x32;
-    return cluster_auto_config(M, N);
+    if (M <= 16) return kTmaSwap64x16Prefetch;
+    if (M <= 32) return kTmaSwap64x32Prefetch;
+    if (M <= 64) return N > 4096 ? kTmaSwap64x64Prefetch : kTmaSwap64x32Prefetch;
+    return cluster_auto_config(M, N, kClusters);
   }
   const int64_t tiles128 = cuda::ceil_div64(M, 128) * cuda::ceil_div64(N, 256);
   if (M >= 512 || (M >= 128 && tiles128 >= 96)) return kMma128x256;
@@ -305,6 +332,14 @@ int cuda_linear_invariant_auto_config(int64_t M, int64_t N, int64_t /*K*/) {
   if (M <= 32) return N >= 16384 ? kMma64x128 : N >= 6144 ? kMma32x64 : kMma16x32;
   if (M <= 64) return N >= 16384 ? kMma64x128 : kMma32x64;
   return kMma64x128;
+}
+
+int cuda_linear_invariant_previous_auto_config(int64_t M, int64_t N) {
+  if (!hopper()) return cuda_linear_invariant_auto_config(M, N, 0);
+  if (M <= 16) return kTmaSwap64x16;
+  if (M <= 32) return kTmaSwap64x32;
+  if (M <= 64) return N > 4096 ? kTmaSwap64x64 : kTmaSwap64x32;
+  return cluster_auto_config(M, N, kPreviousClusters);
 }
 
 absl::Status cuda_linear_invariant(const ExecContext& ctx, const LinearArgs& a, int config) {

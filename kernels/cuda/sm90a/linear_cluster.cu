@@ -32,32 +32,81 @@ namespace samebits::cuda {
 namespace {
 
 constexpr int kBK = kTmaBoxK, kBM = 128;
+constexpr int kOutBox = 64 * 64 * 2;  // one staged output box: 64 rows x 64 bf16 columns, 128-byte swizzled
 
 // CM x CN CTAs per cluster (CM * CN <= 2); LAG wgmma groups left in flight when a stage is
-// released (0: the stage is released as soon as its own group retires). REVERSE_K (tests only: a
-// planted K-order change) copies the k tiles last to first.
-template <int BN, int CM, int CN, int STAGES, int LAG>
+// released (0: the stage is released as soon as its own group retires). OUT: output boxes staged
+// in shared memory per consumer warpgroup (0: every thread stores its accumulators to y itself;
+// 2: two 64 x 64 boxes per warpgroup, written by the copy engine while the next box is staged and
+// the next tile's wgmma runs). PREFETCH: k tiles of the weight box asked into L2 ahead of each copy
+// (0: none). REVERSE_K (tests only: a planted K-order change) copies the k tiles last to first.
+template <int BN, int CM, int CN, int STAGES, int LAG, int OUT = 0, int PREFETCH = 0>
 struct ClusterTile {
   static constexpr int kCtas = CM * CN;
   static constexpr int kABytes = kBM * kBK * 2, kBBytes = BN * kBK * 2, kStage = kABytes + kBBytes;
   static constexpr int kARows = kBM / CN, kBRows = BN / CM;  // rows of A and B this CTA copies
   static constexpr int kThreads = 3 * 128;
-  static constexpr int kSmem = STAGES * kStage + 1024 + 256;  // + alignment + barriers
+  static constexpr int kOutBytes = 2 * OUT * kOutBox;          // both consumer warpgroups' boxes
+  static constexpr int kSmem = STAGES * kStage + kOutBytes + 1024 + 256;  // + alignment + barriers
   static_assert(kCtas <= 2 && LAG <= 1, "pairs of CTAs, at most one group in flight");
+  static_assert(OUT == 0 || (OUT == 2 && BN % 64 == 0), "staged output: two boxes of 64 columns");
   static_assert(kStage % 1024 == 0 && (kARows * 128) % 1024 == 0 && (kBRows * 128) % 1024 == 0,
                 "stages and multicast halves stay 1024-byte aligned (128-byte swizzle atoms)");
   static_assert(kSmem <= 227 * 1024, "shared memory of one block");
 };
 
-template <int BN, int CM, int CN, int STAGES, int LAG, bool REVERSE_K>
+// One consumer warpgroup's 64 x BN accumulators to y through shared memory: box by box (64 columns),
+// each thread writes its values (+ bias, one rounding to bf16: the same arithmetic as
+// store_output) into one of two swizzled boxes, then one thread has the copy engine store the box
+// (clipped to M and N). Before a box is passed to the copy engine, the store issued one box earlier
+// has read its buffer, which the next box then reuses (`box` counts this warpgroup's boxes).
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+template <int BN>
+__device__ __forceinline__ void store_tile_by_tma(const LinearParams& p, const CUtensorMap* map_y, const float (&d)[BN / 2],
+                                                  int row0, int col0, uint32_t boxes, int c, int& box) {
+  const int lane = threadIdx.x & 31, warp = (threadIdx.x / 32) % 4, leader = (threadIdx.x % 128) == 0;
+#pragma unroll
+  for (int b = 0; b < BN / 64; ++b, ++box) {
+    const uint32_t buf = boxes + uint32_t(box & 1) * kOutBox;
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+      const int col = col0 + b * 64 + j * 8 + (lane & 3) * 2;
+      float b0 = 0.0f, b1 = 0.0f;
+      const bool bias = p.bias != nullptr;
+      if (bias && col < p.N) b0 = to_float(p.bias[col]);
+      if (bias && col + 1 < p.N) b1 = to_float(p.bias[col + 1]);
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        float v0 = d[4 * (8 * b + j) + 2 * h], v1 = d[4 * (8 * b + j) + 2 * h + 1];
+        if (bias) {
+          v0 = v0 + b0;
+          v1 = v1 + b1;
+        }
+        const int row = warp * 16 + (lane >> 2) + 8 * h;  // row of the box; 16-byte chunk j, swizzled by row
+        const uint32_t at = buf + uint32_t(row * 128 + ((j ^ (row & 7)) << 4) + (lane & 3) * 4);
+        const uint32_t packed = uint32_t(to_bf16(v0).bits) | (uint32_t(to_bf16(v1).bits) << 16);
+        asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(at), "r"(packed) : "memory");
+      }
+    }
+    fence_proxy_async();                // the copy engine reads what these stores wrote
+    if (leader) tma_store_wait_read<0>();  // the other buffer's store (one box ago) has read it
+    named_barrier_sync(1 + c, 128);
+    if (leader && row0 < p.M && col0 + b * 64 < p.N) tma_store_2d(map_y, buf, col0 + b * 64, row0);
+  }
+}
+
+#endif
+
+template <int BN, int CM, int CN, int STAGES, int LAG, int OUT, int PREFETCH, bool REVERSE_K>
 __global__ void __launch_bounds__(3 * 128, 1)
     cluster_linear_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b,
-                          LinearParams p) {
+                          const __grid_constant__ CUtensorMap map_y, LinearParams p, int store_by_tma) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  using T = ClusterTile<BN, CM, CN, STAGES, LAG>;
+  using T = ClusterTile<BN, CM, CN, STAGES, LAG, OUT, PREFETCH>;
   extern __shared__ unsigned char smem_raw[];
   const uint32_t base = (smem_addr(smem_raw) + 1023u) & ~1023u;
-  const uint32_t full = base + STAGES * T::kStage, empty = full + 8 * STAGES;
+  const uint32_t out_boxes = base + STAGES * T::kStage;
+  const uint32_t full = out_boxes + T::kOutBytes, empty = full + 8 * STAGES;
   const int tid = threadIdx.x, wg = tid / 128;
   const uint32_t rank = T::kCtas == 1 ? 0 : cluster_cta_rank();
   const int rank_m = int(rank) / CN, rank_n = int(rank) % CN;
@@ -91,6 +140,8 @@ __global__ void __launch_bounds__(3 * 128, 1)
       for (int t = cluster; t < tiles; t += clusters) {
         int m0, n0;
         tile_origin(t, &m0, &n0);
+        // The rows of B (the weights) this CTA copies: half of the shared box, or its own box.
+        const int b_row = CM == 2 ? n0 + rank_m * T::kBRows : n0;
         for (int step = 0; step < KT; ++step, ++it) {
           const int s = it % STAGES, kt = REVERSE_K ? KT - 1 - step : step;
           mbar_wait(empty + 8 * s, ((it / STAGES) & 1) ^ 1);
@@ -103,10 +154,15 @@ __global__ void __launch_bounds__(3 * 128, 1)
             tma_load_2d(stage, &map_a, kt * kBK, m0, bar);
           }
           if constexpr (CM == 2) {  // B shared along M: this CTA copies rows [BN/2 rank_m, + BN/2) to both
-            tma_load_2d_multicast(stage + T::kABytes + rank_m * T::kBRows * 128, &map_b, kt * kBK,
-                                  n0 + rank_m * T::kBRows, bar, uint16_t(3));
+            tma_load_2d_multicast(stage + T::kABytes + rank_m * T::kBRows * 128, &map_b, kt * kBK, b_row, bar,
+                                  uint16_t(3));
           } else {
-            tma_load_2d(stage + T::kABytes, &map_b, kt * kBK, n0, bar);
+            tma_load_2d(stage + T::kABytes, &map_b, kt * kBK, b_row, bar);
+          }
+          if constexpr (PREFETCH > 0) {
+            for (int ahead = step == 0 ? 1 : PREFETCH; ahead <= PREFETCH && step + ahead < KT; ++ahead) {
+              tma_prefetch_2d(&map_b, (step + ahead) * kBK, b_row);
+            }
           }
         }
       }
@@ -121,29 +177,22 @@ __global__ void __launch_bounds__(3 * 128, 1)
         mbar_arrive_cluster(empty + 8 * s, uint32_t(tid % 128));
       }
     };
-    int it = 0;
+    int it = 0, box = 0;
     for (int t = cluster; t < tiles; t += clusters) {
       int m0, n0;
       tile_origin(t, &m0, &n0);
       float d[BN / 2];
-#pragma unroll
-      for (int i = 0; i < BN / 2; ++i) d[i] = 0.0f;
-      for (int kt = 0; kt < KT; ++kt, ++it) {
-        const int s = it % STAGES;
-        const uint32_t stage = base + s * T::kStage;
-        wgmma_k_tile<BN>(d, full + 8 * s, (it / STAGES) & 1, stage + c * 64 * kBK * 2, stage + T::kABytes);
-        wgmma_wait<LAG>();
-        if constexpr (LAG == 0) {
-          release(s);
-        } else if (kt > 0) {
-          release((it - 1) % STAGES);  // that stage's group has retired
+      wgmma_tile<BN, STAGES, LAG>(d, KT, it, base, T::kStage, c * 64 * kBK * 2, T::kABytes, full, release);
+      if constexpr (OUT > 0) {
+        if (store_by_tma) {
+          store_tile_by_tma<BN>(p, &map_y, d, m0 + c * 64, n0, out_boxes + uint32_t(c * OUT * kOutBox), c, box);
+          continue;
         }
       }
-      wgmma_wait<0>();
-#pragma unroll
-      for (int i = 0; i < BN / 2; ++i) asm volatile("" : "+f"(d[i])::"memory");
-      if constexpr (LAG == 1) release((it - 1) % STAGES);
       store_wgmma_accumulators<BN>(p, d, m0 + c * 64, n0, false);
+    }
+    if constexpr (OUT > 0) {
+      if (store_by_tma && tid % 128 == 0) tma_store_wait_all();  // the boxes are read before the CTA leaves
     }
   }
   __syncwarp();
@@ -151,10 +200,10 @@ __global__ void __launch_bounds__(3 * 128, 1)
 #endif
 }
 
-template <int BN, int CM, int CN, int STAGES, int LAG, bool REVERSE_K = false>
+template <int BN, int CM, int CN, int STAGES, int LAG, int OUT = 0, int PREFETCH = 0, bool REVERSE_K = false>
 absl::Status launch(const LinearParams& p, cudaStream_t stream) {
-  using T = ClusterTile<BN, CM, CN, STAGES, LAG>;
-  auto kernel = cluster_linear_kernel<BN, CM, CN, STAGES, LAG, REVERSE_K>;
+  using T = ClusterTile<BN, CM, CN, STAGES, LAG, OUT, PREFETCH>;
+  auto kernel = cluster_linear_kernel<BN, CM, CN, STAGES, LAG, OUT, PREFETCH, REVERSE_K>;
   static int max_clusters = 0;
   cudaLaunchConfig_t config = {};
   cudaLaunchAttribute attribute[1];
@@ -176,12 +225,16 @@ absl::Status launch(const LinearParams& p, cudaStream_t stream) {
     SAMEBITS_CUDA_TRY(cudaOccupancyMaxActiveClusters(&max_clusters, kernel, &config));
     if (max_clusters < 1) return absl::InternalError("linear: the cluster kernel does not fit on the device");
   }
-  CUtensorMap map_a, map_b;
+  CUtensorMap map_a, map_b, map_y = {};
   SAMEBITS_RETURN_IF_ERROR(make_tma_map(&map_a, p.x, p.M, p.K, T::kARows));
   SAMEBITS_RETURN_IF_ERROR(make_tma_map(&map_b, p.w, p.N, p.K, T::kBRows));
+  // Staged output: bf16 y whose rows the copy engine can address (16-byte aligned, N % 8 == 0).
+  const int store_by_tma = OUT > 0 && p.y_f32 == nullptr && p.N % 8 == 0 &&
+                           (reinterpret_cast<uintptr_t>(p.y) & 15) == 0;
+  if (store_by_tma) SAMEBITS_RETURN_IF_ERROR(make_tma_map(&map_y, p.y, p.M, p.N, 64));
   const int64_t tiles = ceil_div64(p.M, kBM * CM) * ceil_div64(p.N, BN * CN);
   config.gridDim = dim3(unsigned(std::min<int64_t>(tiles, max_clusters) * T::kCtas));
-  SAMEBITS_CUDA_TRY(cudaLaunchKernelEx(&config, kernel, map_a, map_b, p));
+  SAMEBITS_CUDA_TRY(cudaLaunchKernelEx(&config, kernel, map_a, map_b, map_y, p, store_by_tma));
   return check_launch("cluster_linear_kernel");
 }
 
@@ -200,7 +253,14 @@ absl::Status launch_cluster_linear(const LinearParams& p, ClusterConfig config, 
     case ClusterConfig::k128n2: return launch<128, 1, 2, 6, 1>(p, stream);
     case ClusterConfig::k128n2lag0: return launch<128, 1, 2, 6, 0>(p, stream);
     case ClusterConfig::k64n2: return launch<64, 1, 2, 8, 1>(p, stream);
-    case ClusterConfig::kPlantedReverseK: return launch<256, 2, 1, 4, 0, true>(p, stream);
+    case ClusterConfig::k256m2out: return launch<256, 2, 1, 4, 0, 2>(p, stream);
+    case ClusterConfig::k256n2out: return launch<256, 1, 2, 4, 0, 2>(p, stream);
+    case ClusterConfig::k192m2out: return launch<192, 2, 1, 4, 1, 2>(p, stream);
+    case ClusterConfig::k128m2out: return launch<128, 2, 1, 6, 1, 2>(p, stream);
+    case ClusterConfig::k128n2out: return launch<128, 1, 2, 6, 1, 2, 8>(p, stream);
+    case ClusterConfig::k96m2: return launch<96, 2, 1, 8, 1, 0, 8>(p, stream);
+    case ClusterConfig::k64n2out: return launch<64, 1, 2, 8, 1, 2, 16>(p, stream);
+    case ClusterConfig::kPlantedReverseK: return launch<256, 2, 1, 4, 0, 0, 0, true>(p, stream);
   }
   return absl::InvalidArgumentError("linear: unknown cluster configuration");
 }

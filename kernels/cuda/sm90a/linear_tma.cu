@@ -43,7 +43,9 @@ struct TmaTile {
   static_assert(kStage % 1024 == 0, "stages stay 1024-byte aligned (128-byte swizzle atoms)");
 };
 
-template <int WG, int BN, int STAGES>
+// PREFETCH > 0: the producer also asks for operand A's box PREFETCH k tiles ahead of each copy to
+// be brought into L2 (swapped tiles: A = w, streamed once; more bytes in flight than the ring).
+template <int WG, int BN, int STAGES, int PREFETCH>
 __global__ void __launch_bounds__(TmaTile<WG, BN, STAGES>::kThreads, WG == 1 ? 2 : 1)
     tma_linear_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b,
                       TmaParams tp) {
@@ -78,6 +80,11 @@ __global__ void __launch_bounds__(TmaTile<WG, BN, STAGES>::kThreads, WG == 1 ? 2
           const uint32_t stage = base + s * T::kStage;
           tma_load_2d(stage, &map_a, kt * kBK, a0, full + 8 * s);
           tma_load_2d(stage + T::kABytes, &map_b, kt * kBK, b0, full + 8 * s);
+          if constexpr (PREFETCH > 0) {
+            for (int ahead = kt == 0 ? 1 : PREFETCH; ahead <= PREFETCH && kt + ahead < KT; ++ahead) {
+              tma_prefetch_2d(&map_a, (kt + ahead) * kBK, a0);
+            }
+          }
         }
       }
     }
@@ -89,30 +96,18 @@ __global__ void __launch_bounds__(TmaTile<WG, BN, STAGES>::kThreads, WG == 1 ? 2
       int a0, b0;
       tile_of_block(t, tp.rows_a, tp.rows_b, T::kBM, BN, &a0, &b0);
       float d[BN / 2];
-#pragma unroll
-      for (int i = 0; i < BN / 2; ++i) d[i] = 0.0f;
-      for (int kt = 0; kt < KT; ++kt, ++it) {
-        const int s = it % STAGES;
-        const uint32_t stage = base + s * T::kStage;
-        wgmma_k_tile<BN>(d, full + 8 * s, (it / STAGES) & 1, stage + c * 64 * kBK * 2, stage + T::kABytes);
-        wgmma_wait<1>();
-        if (kt > 0) mbar_arrive(empty + 8 * ((it - 1) % STAGES));  // that stage's group has retired
-      }
-      wgmma_wait<0>();
-#pragma unroll
-      for (int i = 0; i < BN / 2; ++i) asm volatile("" : "+f"(d[i])::"memory");
-      mbar_arrive(empty + 8 * ((it - 1) % STAGES));
-
+      wgmma_tile<BN, STAGES, 1>(d, KT, it, base, T::kStage, c * 64 * kBK * 2, T::kABytes, full,
+                                [&](int s) { mbar_arrive(empty + 8 * s); });  // every consumer thread
       store_wgmma_accumulators<BN>(tp.p, d, a0 + c * 64, b0, tp.swapped != 0);
     }
   }
 #endif
 }
 
-template <int WG, int BN, int STAGES>
+template <int WG, int BN, int STAGES, int PREFETCH = 0>
 absl::Status launch(const LinearParams& p, bool swapped, cudaStream_t stream) {
   using T = TmaTile<WG, BN, STAGES>;
-  auto kernel = tma_linear_kernel<WG, BN, STAGES>;
+  auto kernel = tma_linear_kernel<WG, BN, STAGES, PREFETCH>;
   static int blocks_per_sm = 0, sms = 0;
   if (blocks_per_sm == 0) {
     SAMEBITS_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, T::kSmem));
@@ -175,6 +170,9 @@ absl::Status launch_tma_linear(const LinearParams& p, TmaConfig config, cudaStre
     case TmaConfig::kSwap64x16: return launch<1, 16, 10>(p, true, stream);
     case TmaConfig::kSwap64x32: return launch<1, 32, 8>(p, true, stream);
     case TmaConfig::kSwap64x64: return launch<1, 64, 6>(p, true, stream);
+    case TmaConfig::kSwap64x16Prefetch: return launch<1, 16, 10, 16>(p, true, stream);
+    case TmaConfig::kSwap64x32Prefetch: return launch<1, 32, 8, 16>(p, true, stream);
+    case TmaConfig::kSwap64x64Prefetch: return launch<1, 64, 6, 16>(p, true, stream);
   }
   return absl::InvalidArgumentError("linear: unknown TMA configuration");
 }

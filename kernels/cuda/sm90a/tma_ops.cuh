@@ -35,6 +35,33 @@ __device__ __forceinline__ void tma_load_2d_multicast(uint32_t dst, const CUtens
       "l"(reinterpret_cast<uint64_t>(map)), "r"(k), "r"(row), "r"(bar), "h"(cta_mask)
       : "memory");
 }
+// Asks the copy engine to bring the same box into L2 (no shared memory, no completion signal): the
+// streamed operand is fetched ahead of the ring, so more of it is in flight than the stages hold.
+__device__ __forceinline__ void tma_prefetch_2d(const CUtensorMap* map, int k, int row) {
+  asm volatile("cp.async.bulk.prefetch.tensor.2d.L2.global.tile [%0, {%1, %2}];\n" ::"l"(reinterpret_cast<uint64_t>(map)),
+               "r"(k), "r"(row)
+               : "memory");
+}
+// Writes the box at shared-memory offset src (laid out as the map's box, swizzled) to the tensor at
+// (col, row), clipped to the tensor's bounds; one bulk group per call (committed here).
+__device__ __forceinline__ void tma_store_2d(const CUtensorMap* map, uint32_t src, int col, int row) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%1, %2}], [%3];\n"
+      "cp.async.bulk.commit_group;\n" ::"l"(reinterpret_cast<uint64_t>(map)),
+      "r"(col), "r"(row), "r"(src)
+      : "memory");
+}
+// This thread's bulk stores: all but the newest N have read their shared-memory source.
+template <int N>
+__device__ __forceinline__ void tma_store_wait_read() {
+  asm volatile("cp.async.bulk.wait_group.read %0;\n" ::"n"(N) : "memory");
+}
+// This thread's bulk stores have all completed (their writes are done).
+__device__ __forceinline__ void tma_store_wait_all() { asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory"); }
+// Barrier `id` (1..15) among `threads` threads (whole warps), e.g. one warpgroup.
+__device__ __forceinline__ void named_barrier_sync(int id, int threads) {
+  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
 __device__ __forceinline__ uint32_t cluster_cta_rank() {
   uint32_t r;
   asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));

@@ -49,6 +49,13 @@ __device__ __forceinline__ void wgmma_m64k16<64>(float (&d)[32], uint64_t desc_a
       : "l"(desc_a), "l"(desc_b));
 }
 template <>
+__device__ __forceinline__ void wgmma_m64k16<96>(float (&d)[48], uint64_t desc_a, uint64_t desc_b) {
+  asm volatile(
+      "wgmma.mma_async.sync.aligned.m64n96k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47}, %48, %49, 1, 1, 1, 0, 0;\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47])
+      : "l"(desc_a), "l"(desc_b));
+}
+template <>
 __device__ __forceinline__ void wgmma_m64k16<128>(float (&d)[64], uint64_t desc_a, uint64_t desc_b) {
   asm volatile(
       "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, 1, 1, 1, 0, 0;\n"
@@ -81,6 +88,35 @@ __device__ __forceinline__ void wgmma_k_tile(float (&d)[BN / 2], uint32_t full, 
 #pragma unroll
   for (int kk = 0; kk < 4; ++kk) wgmma_m64k16<BN>(d, smem_desc(a_tile + kk * 32), smem_desc(b_tile + kk * 32));
   wgmma_commit();
+}
+
+// One output tile's whole K of a consumer warpgroup: d from +0, then the KT k tiles in increasing
+// order from the ring (stage `it % STAGES` of `stage_bytes` at `base`, this warpgroup's A rows at
+// `a_offset` and the B tile at `b_offset` in it; `it` counts k tiles across the tiles of a
+// persistent block). `release(s)` is called once for every stage when this warpgroup no longer
+// reads it: at once when its group retires (LAG 0) or one group later (LAG 1, one group left in
+// flight while the next stage is waited for). d is ready for the epilogue on return.
+template <int BN, int STAGES, int LAG, typename Release>
+__device__ __forceinline__ void wgmma_tile(float (&d)[BN / 2], int KT, int& it, uint32_t base, uint32_t stage_bytes,
+                                           uint32_t a_offset, uint32_t b_offset, uint32_t full, Release release) {
+  static_assert(LAG == 0 || LAG == 1, "at most one group in flight");
+#pragma unroll
+  for (int i = 0; i < BN / 2; ++i) d[i] = 0.0f;
+  for (int kt = 0; kt < KT; ++kt, ++it) {
+    const int s = it % STAGES;
+    const uint32_t stage = base + s * stage_bytes;
+    wgmma_k_tile<BN>(d, full + 8 * s, (it / STAGES) & 1, stage + a_offset, stage + b_offset);
+    wgmma_wait<LAG>();
+    if constexpr (LAG == 0) {
+      release(s);
+    } else if (kt > 0) {
+      release((it - 1) % STAGES);  // that stage's group has retired
+    }
+  }
+  wgmma_wait<0>();
+#pragma unroll
+  for (int i = 0; i < BN / 2; ++i) asm volatile("" : "+f"(d[i])::"memory");
+  if constexpr (LAG == 1) release((it - 1) % STAGES);
 }
 #endif
 }  // namespace samebits::cuda
