@@ -165,8 +165,8 @@ enum ConfigIndex { kMma16x32, kMma16x64, kMma32x64, kMma64x128, kMma128x128, kMm
                    kWgmma64x256, kWgmma128x256, kWgmma128x256Overlap, kTma128x256, kTma128x128, kTmaSwap64x16,
                    kTmaSwap64x32, kTmaSwap64x64, kCluster256m2, kCluster256m2Lag, kCluster256n2, kCluster256,
                    kCluster192m2, kCluster192n2, kCluster128m2, kCluster128n2, kCluster128n2Lag0, kCluster64n2,
-                   kTmaSwap64x16Prefetch, kTmaSwap64x32Prefetch, kTmaSwap64x64Prefetch, kCluster256m2Out,
-                   kCluster256n2Out, kCluster192m2Out, kCluster128m2Out, kCluster128n2Out, kCluster96m2, kCluster64n2Out,
+                   kTmaSwap64x16Deep, kTmaSwap64x32Deep, kTmaSwap64x64Deep, kCluster256m2Out, kCluster256n2Out,
+                   kCluster192m2Out, kCluster128m2Out, kCluster128n2Out, kCluster64n2Out,
                    kUnaligned16x32, kConfigCount };
 const Config kConfigs[kConfigCount] = {
     make_config<16, 32, 16, 16, 4, true, 256>("mma 16x32x256/4st/2w"),
@@ -194,19 +194,15 @@ const Config kConfigs[kConfigCount] = {
     cluster_config("cluster 2x(128x128) shared x, 6st", 128, cuda::ClusterConfig::k128n2),
     cluster_config("cluster 2x(128x128) shared x, 6st, release lag 0", 128, cuda::ClusterConfig::k128n2lag0),
     cluster_config("cluster 2x(128x64) shared x, 8st", 64, cuda::ClusterConfig::k64n2),
-    Config{"tma wgmma swapped w64 x m16 x64/10st, w prefetched to L2", 16, 64, 256, 0, nullptr, Config::kTma,
-           cuda::TmaConfig::kSwap64x16Prefetch},
-    Config{"tma wgmma swapped w64 x m32 x64/8st, w prefetched to L2", 32, 64, 256, 0, nullptr, Config::kTma,
-           cuda::TmaConfig::kSwap64x32Prefetch},
-    Config{"tma wgmma swapped w64 x m64 x64/6st, w prefetched to L2", 64, 64, 256, 0, nullptr, Config::kTma,
-           cuda::TmaConfig::kSwap64x64Prefetch},
+    Config{"tma wgmma swapped w64 x m16 x64/20st", 16, 64, 256, 0, nullptr, Config::kTma, cuda::TmaConfig::kSwap64x16Deep},
+    Config{"tma wgmma swapped w64 x m32 x64/18st", 32, 64, 256, 0, nullptr, Config::kTma, cuda::TmaConfig::kSwap64x32Deep},
+    Config{"tma wgmma swapped w64 x m64 x64/13st", 64, 64, 256, 0, nullptr, Config::kTma, cuda::TmaConfig::kSwap64x64Deep},
     cluster_config("cluster 2x(128x256) shared w, 4st, output by TMA", 256, cuda::ClusterConfig::k256m2out),
     cluster_config("cluster 2x(128x256) shared x, 4st, output by TMA", 256, cuda::ClusterConfig::k256n2out),
     cluster_config("cluster 2x(128x192) shared w, 4st, output by TMA", 192, cuda::ClusterConfig::k192m2out),
     cluster_config("cluster 2x(128x128) shared w, 6st, output by TMA", 128, cuda::ClusterConfig::k128m2out),
-    cluster_config("cluster 2x(128x128) shared x, 6st, output by TMA, w prefetched", 128, cuda::ClusterConfig::k128n2out),
-    cluster_config("cluster 2x(128x96) shared w, 8st, w prefetched", 96, cuda::ClusterConfig::k96m2),
-    cluster_config("cluster 2x(128x64) shared x, 8st, output by TMA, w prefetched", 64, cuda::ClusterConfig::k64n2out),
+    cluster_config("cluster 2x(128x128) shared x, 6st, output by TMA", 128, cuda::ClusterConfig::k128n2out),
+    cluster_config("cluster 2x(128x64) shared x, 8st, output by TMA", 64, cuda::ClusterConfig::k64n2out),
     make_config<16, 32, 16, 16, 4, false, 64>("mma 16x32x64/4st/2w/unaligned"),
 };
 constexpr int kUnalignedConfig = kUnaligned16x32;
@@ -290,10 +286,10 @@ constexpr ClusterCandidates kPreviousClusters = {
      {kCluster64n2, 64, 128, 128, 0.6}, {-1, 0, 0, 0, 0}},
     {{kCluster256n2, 256, 128, 512, 1.0}, {kCluster192n2, 192, 128, 384, 0.95}, {kCluster128n2, 128, 128, 256, 0.85},
      {kCluster64n2, 64, 128, 128, 0.6}, {-1, 0, 0, 0, 0}}};
-// With the output stored by the copy engine (and the weights prefetched into L2 where they stream).
+// With the output stored by the copy engine.
 constexpr ClusterCandidates kClusters = {
     {{kCluster256m2Out, 256, 256, 256, 1.0}, {kCluster192m2Out, 192, 256, 192, 0.95},
-     {kCluster128m2Out, 128, 256, 128, 0.85}, {kCluster96m2, 96, 256, 96, 0.75}, {kCluster64n2Out, 64, 128, 128, 0.6}},
+     {kCluster128m2Out, 128, 256, 128, 0.85}, {kCluster64n2Out, 64, 128, 128, 0.6}, {-1, 0, 0, 0, 0}},
     {{kCluster256n2Out, 256, 128, 512, 1.0}, {kCluster192n2, 192, 128, 384, 0.95},
      {kCluster128n2Out, 128, 128, 256, 0.85}, {kCluster64n2Out, 64, 128, 128, 0.6}, {-1, 0, 0, 0, 0}}};
 
@@ -312,18 +308,26 @@ int cluster_auto_config(int64_t M, int64_t N, const ClusterCandidates& candidate
   }
   return best;
 }
+
+// Swapped tiles (64 weight rows x `rows` rows of x): the deep ring (one block per SM) while the
+// blocks do not outnumber the SMs, else the shallow one (two blocks per SM).
+int swapped_config(int64_t M, int64_t N, int rows, int shallow, int deep) {
+  return cuda::ceil_div64(N, 64) * cuda::ceil_div64(M, rows) <= multiprocessors() ? deep : shallow;
+}
 }  // namespace
 
 // The automatic choice, from measurements on the H200 (bench_cuda_matmul --sweep): on Hopper the
-// TMA-fed wgmma kernels everywhere: swapped (64 weight rows x 16/32/64 rows of x, the weights
-// prefetched into L2) while M is small, the 2-CTA cluster kernels above (cluster_auto_config).
+// TMA-fed wgmma kernels everywhere: swapped (64 weight rows x 16/32/64 rows of x) while M is small
+// (and at M = 128 where 64-row tiles still fit on the SMs at once), the 2-CTA cluster kernels above
+// (cluster_auto_config).
 // Elsewhere the mma.sync tiles. Only speed depends on it: every configuration gives the same bits
 // (tests/gpu/test_gpu_linear.cpp).
 int cuda_linear_invariant_auto_config(int64_t M, int64_t N, int64_t /*K*/) {
   if (hopper()) {
-    if (M <= 16) return kTmaSwap64x16Prefetch;
-    if (M <= 32) return kTmaSwap64x32Prefetch;
-    if (M <= 64) return N > 4096 ? kTmaSwap64x64Prefetch : kTmaSwap64x32Prefetch;
+    if (M <= 16) return swapped_config(M, N, 16, kTmaSwap64x16, kTmaSwap64x16Deep);
+    if (M <= 32 || (M <= 64 && N <= 4096)) return swapped_config(M, N, 32, kTmaSwap64x32, kTmaSwap64x32Deep);
+    if (M <= 64) return swapped_config(M, N, 64, kTmaSwap64x64, kTmaSwap64x64Deep);
+    if (M <= 128 && swapped_config(M, N, 64, -1, kTmaSwap64x64Deep) >= 0) return kTmaSwap64x64Deep;
     return cluster_auto_config(M, N, kClusters);
   }
   const int64_t tiles128 = cuda::ceil_div64(M, 128) * cuda::ceil_div64(N, 256);

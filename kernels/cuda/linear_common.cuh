@@ -120,22 +120,22 @@ bool is_hopper_device();
 absl::Status launch_wgmma_linear(const LinearParams& p, int bm, cudaStream_t stream);
 // The TMA-fed warp-specialised wgmma kernels (sm90a/linear_tma.cu, sm_90a only): A x B tiles of
 // 128 x 256 or 128 x 128 (A = x), or swapped (A = w: 64 weight rows x 16/32/64 rows of x, for small M).
-// "Prefetch": the weight box 16 k tiles ahead of each copy is also asked into L2.
-enum class TmaConfig { k128x256, k128x128, kSwap64x16, kSwap64x32, kSwap64x64, kSwap64x16Prefetch, kSwap64x32Prefetch,
-                       kSwap64x64Prefetch };
+// "Deep": the swapped tiles with a ring of about 200 KiB (one block per SM, twice to three times the
+// weight bytes in flight) for shapes whose blocks do not fill the SMs twice.
+enum class TmaConfig { k128x256, k128x128, kSwap64x16, kSwap64x32, kSwap64x64, kSwap64x16Deep, kSwap64x32Deep,
+                       kSwap64x64Deep };
 absl::Status launch_tma_linear(const LinearParams& p, TmaConfig config, cudaStream_t stream);
 // The cluster kernels (sm90a/linear_cluster.cu, sm_90a only): 128 x BN tiles (A = x) computed by
 // 2-CTA clusters sharing the weight tile (m2: two row tiles) or the activation tile (n2: two column
 // tiles) through TMA multicast; k256 alone. "lag" / "lag0": the stage is released one wgmma group
 // later / as soon as its group retires (the default: one later at 192 columns and fewer).
 // "out": the tile's bf16 output staged in shared memory and stored by the copy engine while the
-// next tile's wgmma runs (fp32 or unaligned outputs are stored directly); k96m2, k128n2out and
-// k64n2out also ask the weight boxes 8 / 8 / 16 k tiles ahead into L2.
+// next tile's wgmma runs (fp32 or unaligned outputs are stored directly).
 // kPlantedReverseK (tests only) is k256m2 with the k tiles summed last to first: a K-order change
 // that the configuration tests must see.
 enum class ClusterConfig {
   k256m2, k256m2lag, k256n2, k256, k192m2, k192n2, k128m2, k128n2, k128n2lag0, k64n2, k256m2out, k256n2out, k192m2out,
-  k128m2out, k128n2out, k96m2, k64n2out, kPlantedReverseK
+  k128m2out, k128n2out, k64n2out, kPlantedReverseK
 };
 absl::Status launch_cluster_linear(const LinearParams& p, ClusterConfig config, cudaStream_t stream);
 // The bulk-copy streaming kernel for M <= 16 (linear_stream.cu).

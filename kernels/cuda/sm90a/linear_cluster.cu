@@ -38,9 +38,8 @@ constexpr int kOutBox = 64 * 64 * 2;  // one staged output box: 64 rows x 64 bf1
 // released (0: the stage is released as soon as its own group retires). OUT: output boxes staged
 // in shared memory per consumer warpgroup (0: every thread stores its accumulators to y itself;
 // 2: two 64 x 64 boxes per warpgroup, written by the copy engine while the next box is staged and
-// the next tile's wgmma runs). PREFETCH: k tiles of the weight box asked into L2 ahead of each copy
-// (0: none). REVERSE_K (tests only: a planted K-order change) copies the k tiles last to first.
-template <int BN, int CM, int CN, int STAGES, int LAG, int OUT = 0, int PREFETCH = 0>
+// the next tile's wgmma runs). REVERSE_K (tests only: a planted K-order change) copies the k tiles last to first.
+template <int BN, int CM, int CN, int STAGES, int LAG, int OUT = 0>
 struct ClusterTile {
   static constexpr int kCtas = CM * CN;
   static constexpr int kABytes = kBM * kBK * 2, kBBytes = BN * kBK * 2, kStage = kABytes + kBBytes;
@@ -97,12 +96,12 @@ __device__ __forceinline__ void store_tile_by_tma(const LinearParams& p, const C
 
 #endif
 
-template <int BN, int CM, int CN, int STAGES, int LAG, int OUT, int PREFETCH, bool REVERSE_K>
+template <int BN, int CM, int CN, int STAGES, int LAG, int OUT, bool REVERSE_K>
 __global__ void __launch_bounds__(3 * 128, 1)
     cluster_linear_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b,
                           const __grid_constant__ CUtensorMap map_y, LinearParams p, int store_by_tma) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  using T = ClusterTile<BN, CM, CN, STAGES, LAG, OUT, PREFETCH>;
+  using T = ClusterTile<BN, CM, CN, STAGES, LAG, OUT>;
   extern __shared__ unsigned char smem_raw[];
   const uint32_t base = (smem_addr(smem_raw) + 1023u) & ~1023u;
   const uint32_t out_boxes = base + STAGES * T::kStage;
@@ -159,11 +158,6 @@ __global__ void __launch_bounds__(3 * 128, 1)
           } else {
             tma_load_2d(stage + T::kABytes, &map_b, kt * kBK, b_row, bar);
           }
-          if constexpr (PREFETCH > 0) {
-            for (int ahead = step == 0 ? 1 : PREFETCH; ahead <= PREFETCH && step + ahead < KT; ++ahead) {
-              tma_prefetch_2d(&map_b, (step + ahead) * kBK, b_row);
-            }
-          }
         }
       }
     }
@@ -200,10 +194,10 @@ __global__ void __launch_bounds__(3 * 128, 1)
 #endif
 }
 
-template <int BN, int CM, int CN, int STAGES, int LAG, int OUT = 0, int PREFETCH = 0, bool REVERSE_K = false>
+template <int BN, int CM, int CN, int STAGES, int LAG, int OUT = 0, bool REVERSE_K = false>
 absl::Status launch(const LinearParams& p, cudaStream_t stream) {
-  using T = ClusterTile<BN, CM, CN, STAGES, LAG, OUT, PREFETCH>;
-  auto kernel = cluster_linear_kernel<BN, CM, CN, STAGES, LAG, OUT, PREFETCH, REVERSE_K>;
+  using T = ClusterTile<BN, CM, CN, STAGES, LAG, OUT>;
+  auto kernel = cluster_linear_kernel<BN, CM, CN, STAGES, LAG, OUT, REVERSE_K>;
   static int max_clusters = 0;
   cudaLaunchConfig_t config = {};
   cudaLaunchAttribute attribute[1];
@@ -257,10 +251,9 @@ absl::Status launch_cluster_linear(const LinearParams& p, ClusterConfig config, 
     case ClusterConfig::k256n2out: return launch<256, 1, 2, 4, 0, 2>(p, stream);
     case ClusterConfig::k192m2out: return launch<192, 2, 1, 4, 1, 2>(p, stream);
     case ClusterConfig::k128m2out: return launch<128, 2, 1, 6, 1, 2>(p, stream);
-    case ClusterConfig::k128n2out: return launch<128, 1, 2, 6, 1, 2, 8>(p, stream);
-    case ClusterConfig::k96m2: return launch<96, 2, 1, 8, 1, 0, 8>(p, stream);
-    case ClusterConfig::k64n2out: return launch<64, 1, 2, 8, 1, 2, 16>(p, stream);
-    case ClusterConfig::kPlantedReverseK: return launch<256, 2, 1, 4, 0, 0, 0, true>(p, stream);
+    case ClusterConfig::k128n2out: return launch<128, 1, 2, 6, 1, 2>(p, stream);
+    case ClusterConfig::k64n2out: return launch<64, 1, 2, 8, 1, 2>(p, stream);
+    case ClusterConfig::kPlantedReverseK: return launch<256, 2, 1, 4, 0, 0, true>(p, stream);
   }
   return absl::InvalidArgumentError("linear: unknown cluster configuration");
 }

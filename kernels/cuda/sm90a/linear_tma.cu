@@ -43,9 +43,7 @@ struct TmaTile {
   static_assert(kStage % 1024 == 0, "stages stay 1024-byte aligned (128-byte swizzle atoms)");
 };
 
-// PREFETCH > 0: the producer also asks for operand A's box PREFETCH k tiles ahead of each copy to
-// be brought into L2 (swapped tiles: A = w, streamed once; more bytes in flight than the ring).
-template <int WG, int BN, int STAGES, int PREFETCH>
+template <int WG, int BN, int STAGES>
 __global__ void __launch_bounds__(TmaTile<WG, BN, STAGES>::kThreads, WG == 1 ? 2 : 1)
     tma_linear_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b,
                       TmaParams tp) {
@@ -80,11 +78,6 @@ __global__ void __launch_bounds__(TmaTile<WG, BN, STAGES>::kThreads, WG == 1 ? 2
           const uint32_t stage = base + s * T::kStage;
           tma_load_2d(stage, &map_a, kt * kBK, a0, full + 8 * s);
           tma_load_2d(stage + T::kABytes, &map_b, kt * kBK, b0, full + 8 * s);
-          if constexpr (PREFETCH > 0) {
-            for (int ahead = kt == 0 ? 1 : PREFETCH; ahead <= PREFETCH && kt + ahead < KT; ++ahead) {
-              tma_prefetch_2d(&map_a, (kt + ahead) * kBK, a0);
-            }
-          }
         }
       }
     }
@@ -104,10 +97,10 @@ __global__ void __launch_bounds__(TmaTile<WG, BN, STAGES>::kThreads, WG == 1 ? 2
 #endif
 }
 
-template <int WG, int BN, int STAGES, int PREFETCH = 0>
+template <int WG, int BN, int STAGES>
 absl::Status launch(const LinearParams& p, bool swapped, cudaStream_t stream) {
   using T = TmaTile<WG, BN, STAGES>;
-  auto kernel = tma_linear_kernel<WG, BN, STAGES, PREFETCH>;
+  auto kernel = tma_linear_kernel<WG, BN, STAGES>;
   static int blocks_per_sm = 0, sms = 0;
   if (blocks_per_sm == 0) {
     SAMEBITS_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, T::kSmem));
@@ -170,9 +163,9 @@ absl::Status launch_tma_linear(const LinearParams& p, TmaConfig config, cudaStre
     case TmaConfig::kSwap64x16: return launch<1, 16, 10>(p, true, stream);
     case TmaConfig::kSwap64x32: return launch<1, 32, 8>(p, true, stream);
     case TmaConfig::kSwap64x64: return launch<1, 64, 6>(p, true, stream);
-    case TmaConfig::kSwap64x16Prefetch: return launch<1, 16, 10, 16>(p, true, stream);
-    case TmaConfig::kSwap64x32Prefetch: return launch<1, 32, 8, 16>(p, true, stream);
-    case TmaConfig::kSwap64x64Prefetch: return launch<1, 64, 6, 16>(p, true, stream);
+    case TmaConfig::kSwap64x16Deep: return launch<1, 16, 20>(p, true, stream);
+    case TmaConfig::kSwap64x32Deep: return launch<1, 32, 18>(p, true, stream);
+    case TmaConfig::kSwap64x64Deep: return launch<1, 64, 13>(p, true, stream);
   }
   return absl::InvalidArgumentError("linear: unknown TMA configuration");
 }

@@ -35,13 +35,6 @@ __device__ __forceinline__ void tma_load_2d_multicast(uint32_t dst, const CUtens
       "l"(reinterpret_cast<uint64_t>(map)), "r"(k), "r"(row), "r"(bar), "h"(cta_mask)
       : "memory");
 }
-// Asks the copy engine to bring the same box into L2 (no shared memory, no completion signal): the
-// streamed operand is fetched ahead of the ring, so more of it is in flight than the stages hold.
-__device__ __forceinline__ void tma_prefetch_2d(const CUtensorMap* map, int k, int row) {
-  asm volatile("cp.async.bulk.prefetch.tensor.2d.L2.global.tile [%0, {%1, %2}];\n" ::"l"(reinterpret_cast<uint64_t>(map)),
-               "r"(k), "r"(row)
-               : "memory");
-}
 // Writes the box at shared-memory offset src (laid out as the map's box, swizzled) to the tensor at
 // (col, row), clipped to the tensor's bounds; one bulk group per call (committed here).
 __device__ __forceinline__ void tma_store_2d(const CUtensorMap* map, uint32_t src, int col, int row) {
