@@ -154,6 +154,11 @@ constexpr Config make_config(const char* name) {
                 invariant_linear_kernel<BM, BN, WM, WN, STAGES, VEC, BK>, Config::kMma};
 }
 
+// Swapped TMA tiles: 64 weight rows (the A operand) x `rows` rows of x, one consumer warpgroup.
+constexpr Config swapped_config(const char* name, int rows, cuda::TmaConfig tma) {
+  return Config{name, rows, 64, 256, 0, nullptr, Config::kTma, tma};
+}
+
 constexpr Config cluster_config(const char* name, int bn, cuda::ClusterConfig cluster) {
   return Config{name, 128, bn, 384, 0, nullptr, Config::kCluster, cuda::TmaConfig::k128x256, cluster};
 }
@@ -181,9 +186,9 @@ const Config kConfigs[kConfigCount] = {
     Config{"wgmma 128x256x64/4st/2wg/overlap", -128, 256, 256, 0, nullptr, Config::kWgmma},
     Config{"tma wgmma 128x256x64/4st/2wg persistent", 128, 256, 384, 0, nullptr, Config::kTma, cuda::TmaConfig::k128x256},
     Config{"tma wgmma 128x128x64/6st/2wg persistent", 128, 128, 384, 0, nullptr, Config::kTma, cuda::TmaConfig::k128x128},
-    Config{"tma wgmma swapped w64 x m16 x64/10st", 16, 64, 256, 0, nullptr, Config::kTma, cuda::TmaConfig::kSwap64x16},
-    Config{"tma wgmma swapped w64 x m32 x64/8st", 32, 64, 256, 0, nullptr, Config::kTma, cuda::TmaConfig::kSwap64x32},
-    Config{"tma wgmma swapped w64 x m64 x64/6st", 64, 64, 256, 0, nullptr, Config::kTma, cuda::TmaConfig::kSwap64x64},
+    swapped_config("tma wgmma swapped w64 x m16 x64/10st", 16, cuda::TmaConfig::kSwap64x16),
+    swapped_config("tma wgmma swapped w64 x m32 x64/8st", 32, cuda::TmaConfig::kSwap64x32),
+    swapped_config("tma wgmma swapped w64 x m64 x64/6st", 64, cuda::TmaConfig::kSwap64x64),
     cluster_config("cluster 2x(128x256) shared w, 4st", 256, cuda::ClusterConfig::k256m2),
     cluster_config("cluster 2x(128x256) shared w, 4st, release lag 1", 256, cuda::ClusterConfig::k256m2lag),
     cluster_config("cluster 2x(128x256) shared x, 4st", 256, cuda::ClusterConfig::k256n2),
@@ -194,9 +199,9 @@ const Config kConfigs[kConfigCount] = {
     cluster_config("cluster 2x(128x128) shared x, 6st", 128, cuda::ClusterConfig::k128n2),
     cluster_config("cluster 2x(128x128) shared x, 6st, release lag 0", 128, cuda::ClusterConfig::k128n2lag0),
     cluster_config("cluster 2x(128x64) shared x, 8st", 64, cuda::ClusterConfig::k64n2),
-    Config{"tma wgmma swapped w64 x m16 x64/20st", 16, 64, 256, 0, nullptr, Config::kTma, cuda::TmaConfig::kSwap64x16Deep},
-    Config{"tma wgmma swapped w64 x m32 x64/18st", 32, 64, 256, 0, nullptr, Config::kTma, cuda::TmaConfig::kSwap64x32Deep},
-    Config{"tma wgmma swapped w64 x m64 x64/13st", 64, 64, 256, 0, nullptr, Config::kTma, cuda::TmaConfig::kSwap64x64Deep},
+    swapped_config("tma wgmma swapped w64 x m16 x64/20st", 16, cuda::TmaConfig::kSwap64x16Deep),
+    swapped_config("tma wgmma swapped w64 x m32 x64/18st", 32, cuda::TmaConfig::kSwap64x32Deep),
+    swapped_config("tma wgmma swapped w64 x m64 x64/13st", 64, cuda::TmaConfig::kSwap64x64Deep),
     cluster_config("cluster 2x(128x256) shared w, 4st, output by TMA", 256, cuda::ClusterConfig::k256m2out),
     cluster_config("cluster 2x(128x256) shared x, 4st, output by TMA", 256, cuda::ClusterConfig::k256n2out),
     cluster_config("cluster 2x(128x192) shared w, 4st, output by TMA", 192, cuda::ClusterConfig::k192m2out),
@@ -309,10 +314,16 @@ int cluster_auto_config(int64_t M, int64_t N, const ClusterCandidates& candidate
   return best;
 }
 
-// Swapped tiles (64 weight rows x `rows` rows of x): the deep ring (one block per SM) while the
-// blocks do not outnumber the SMs, else the shallow one (two blocks per SM).
-int swapped_config(int64_t M, int64_t N, int rows, int shallow, int deep) {
-  return cuda::ceil_div64(N, 64) * cuda::ceil_div64(M, rows) <= multiprocessors() ? deep : shallow;
+// Swapped tiles (64 weight rows x 16 or 32 rows of x): the deep ring (one block per SM) while the
+// blocks fill at most half of the SMs, else the shallow one (two blocks per SM). Measured on the
+// H200 (2026-12-01 sweep): deep is 3-10% faster at 64 blocks (N = 4096) but ~7% slower at 96
+// (N = 6144); the 64-row tiles' deep ring (twice the weight bytes in flight of the shallow one)
+// wins up to one block per SM (N = 4096 and 6144 at M = 64, N = 4096 at M = 128).
+int swapped_ring(int64_t M, int64_t N, int rows, int shallow, int deep) {
+  return 2 * cuda::ceil_div64(N, 64) * cuda::ceil_div64(M, rows) <= multiprocessors() ? deep : shallow;
+}
+bool swapped64_deep_fits(int64_t M, int64_t N) {
+  return cuda::ceil_div64(N, 64) * cuda::ceil_div64(M, 64) <= multiprocessors();
 }
 }  // namespace
 
@@ -324,10 +335,10 @@ int swapped_config(int64_t M, int64_t N, int rows, int shallow, int deep) {
 // (tests/gpu/test_gpu_linear.cpp).
 int cuda_linear_invariant_auto_config(int64_t M, int64_t N, int64_t /*K*/) {
   if (hopper()) {
-    if (M <= 16) return swapped_config(M, N, 16, kTmaSwap64x16, kTmaSwap64x16Deep);
-    if (M <= 32 || (M <= 64 && N <= 4096)) return swapped_config(M, N, 32, kTmaSwap64x32, kTmaSwap64x32Deep);
-    if (M <= 64) return swapped_config(M, N, 64, kTmaSwap64x64, kTmaSwap64x64Deep);
-    if (M <= 128 && swapped_config(M, N, 64, -1, kTmaSwap64x64Deep) >= 0) return kTmaSwap64x64Deep;
+    if (M <= 16) return swapped_ring(M, N, 16, kTmaSwap64x16, kTmaSwap64x16Deep);
+    if (M <= 32) return swapped_ring(M, N, 32, kTmaSwap64x32, kTmaSwap64x32Deep);
+    if (M <= 128 && swapped64_deep_fits(M, N)) return kTmaSwap64x64Deep;
+    if (M <= 64) return kTmaSwap64x64;
     return cluster_auto_config(M, N, kClusters);
   }
   const int64_t tiles128 = cuda::ceil_div64(M, 128) * cuda::ceil_div64(N, 256);

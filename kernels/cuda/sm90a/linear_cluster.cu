@@ -17,6 +17,10 @@
 // consumer warpgroup arrives on the empty barrier of every CTA of the cluster), because the peer's
 // multicast writes into this CTA's stage too. The grid is persistent: cluster c walks cluster
 // tiles c, c + clusters, ... (grouped raster), so the next tile's copies start during the epilogue.
+// The "out" configurations stage each warpgroup's bf16 output in shared memory, 64 x 64 boxes in
+// two buffers, and leave the global stores to the copy engine: the tensor cores wait for the
+// register-to-shared writes only, not for 64 scattered global stores per thread (measured on the
+// H200: 0.86 -> 0.94 of cuBLASLt at M >= 1024, where a K = 4096 tile spent ~15% of its time there).
 #include <cuda.h>
 #include <cuda_runtime.h>
 

@@ -10,7 +10,9 @@
 // multiplies the same pairs of values and sums them the same way; the test checks the bits).
 // One producer warp issues the copies into a STAGES-deep ring guarded by full/empty mbarriers;
 // the grid is persistent (each block walks tiles blockIdx.x, + gridDim.x, ...), so the copies of
-// the next tile overlap the epilogue of the current one.
+// the next tile overlap the epilogue of the current one. The swapped tiles come with a shallow ring
+// (two blocks per SM) and a deep one (~200 KiB, one block per SM: more weight bytes in flight where
+// the weight's 64-row tiles are too few to fill the SMs; no split-K, so that is the only lever).
 #include <cuda.h>
 #include <cuda_runtime.h>
 
