@@ -19,9 +19,9 @@
 // Small M is memory-bound: rows are padded into the m16 instruction shape (zero-filled, no memory
 // traffic) and the weights are streamed through a deep cp.async pipeline by narrow column tiles.
 // On Hopper the automatic choice uses the TMA-fed wgmma kernels instead (same chain: wgmma
-// m64nNk16 steps in increasing k from +0): sm90a/linear_tma.cu's swapped tiles up to M = 64, then
-// sm90a/linear_cluster.cu's 2-CTA clusters of 128 x 256/192/128/64 tiles sharing one operand by
-// multicast.
+// m64nNk16 steps in increasing k from +0): sm90a/linear_tma.cu's swapped tiles up to M = 64 (128
+// where they fit on the SMs at once), then sm90a/linear_cluster.cu's 2-CTA clusters of
+// 128 x 256/192/128/64 tiles sharing one operand by multicast, their output stored by TMA.
 #include <algorithm>
 #include <cstdio>
 #include <string>
