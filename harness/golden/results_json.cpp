@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <fstream>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "harness/golden/digest.h"
 #include "common/input_file.h"
@@ -139,6 +140,9 @@ absl::StatusOr<ModeResult> mode_from_json(const json& j, const std::string& file
     f.merge(gf.status());
   }
   if (const json* groups = f.array("completions")) {
+    // The unique completions: a repeated token list would be one completion counted twice (and
+    // the fork tree could never tell its copies apart).
+    absl::flat_hash_map<std::vector<int32_t>, size_t> first_with;
     for (size_t i = 0; i < groups->size(); ++i) {
       JsonFields gf(file, &(*groups)[i], absl::StrCat(f.field("completions"), "[", i, "]"));
       CompletionGroup g;
@@ -158,6 +162,10 @@ absl::StatusOr<ModeResult> mode_from_json(const json& j, const std::string& file
           }
           g.tokens.push_back(v.get<int32_t>());
         }
+      }
+      if (gf.status().ok() && gf.has("tokens")) {
+        auto [it, fresh] = first_with.try_emplace(g.tokens, i);
+        if (!fresh) gf.fail("tokens", absl::StrCat("the same tokens as completions[", it->second, "] (completions are unique)"));
       }
       f.merge(gf.status());
       m.groups.push_back(std::move(g));

@@ -37,6 +37,9 @@ ForkNode build(const std::vector<CompletionGroup>& groups, std::vector<int> memb
     const auto& t = groups[size_t(g)].tokens;
     by_token[end < int(t.size()) ? t[size_t(end)] : -1].push_back(g);
   }
+  // Members that agree to their common end are the same completion (the results reader refuses
+  // such files); splitting them again would never end.
+  if (by_token.size() == 1) return node;
   for (auto& [token, part] : by_token) node.children.push_back(build(groups, std::move(part), end));
   std::sort(node.children.begin(), node.children.end(), [](const ForkNode& a, const ForkNode& b) {
     if (a.main != b.main) return a.main;

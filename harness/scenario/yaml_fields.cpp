@@ -34,20 +34,33 @@ struct DocumentCounter : YAML::EventHandler {
   void OnMapEnd() override {}
 };
 
-// The deepest nesting under `node` (a scalar is 0), stopping once past `limit`.
-int nesting_depth(const YAML::Node& node, int limit) {
-  if (limit < 0 || !(node.IsMap() || node.IsSequence())) return 0;
-  int deepest = 0;
-  for (const auto& item : node) {
-    if (node.IsMap()) {
-      deepest = std::max({deepest, nesting_depth(item.first, limit - 1), nesting_depth(item.second, limit - 1)});
-    } else {
-      deepest = std::max(deepest, nesting_depth(item, limit - 1));
+// Walks a document as its readers see it: an alias (*name) stands for the whole node it names, so
+// a few bytes of aliases to aliases can stand for exponentially many nodes ("billion laughs"). The
+// walk counts the nodes and scalar bytes so seen against a budget of the text's own size (without
+// aliases no document exceeds it: every node but an empty one takes a byte, an empty one follows a
+// key or separator) and stops at once past the budget or below kMaxNestingDepth levels.
+struct DocumentWalk {
+  int64_t nodes_left;
+  int64_t bytes_left;
+  bool over_budget() const { return nodes_left < 0 || bytes_left < 0; }
+
+  // The deepest nesting under `node` (a scalar is 0), stopping once past `limit`.
+  int depth(const YAML::Node& node, int limit) {
+    --nodes_left;
+    if (node.IsScalar()) bytes_left -= int64_t(node.Scalar().size());
+    if (limit < 0 || over_budget() || !(node.IsMap() || node.IsSequence())) return 0;
+    int deepest = 0;
+    for (const auto& item : node) {
+      if (node.IsMap()) {
+        deepest = std::max({deepest, depth(item.first, limit - 1), depth(item.second, limit - 1)});
+      } else {
+        deepest = std::max(deepest, depth(item, limit - 1));
+      }
+      if (deepest > limit || over_budget()) break;
     }
-    if (deepest > limit) break;
+    return deepest + 1;
   }
-  return deepest + 1;
-}
+};
 
 }  // namespace
 
@@ -78,7 +91,12 @@ absl::StatusOr<YAML::Node> load_yaml_document(std::string_view text, const std::
   if (counter.documents > 1)
     return syntax_error(file, counter.second_start.is_null() ? 1 : counter.second_start.line + 1,
                         "a second YAML document (a file holds one)");
-  if (nesting_depth(root, kMaxNestingDepth) > kMaxNestingDepth)
+  DocumentWalk walk{2 * int64_t(text.size()) + 16, int64_t(text.size()) + 16};
+  const int depth = walk.depth(root, kMaxNestingDepth);
+  if (walk.over_budget())
+    return syntax_error(file, 1, absl::StrCat("aliases (*name) expand the document beyond its own size (",
+                                              text.size(), " bytes): write the repeated values out"));
+  if (depth > kMaxNestingDepth)
     return syntax_error(file, 1, absl::StrCat("nested deeper than ", kMaxNestingDepth, " levels"));
   return root;
 }

@@ -16,8 +16,9 @@
 namespace samebits {
 
 // Parses text that must hold exactly one YAML document: control characters other than tab, line
-// feed and carriage return, a second document, nesting deeper than kMaxNestingDepth and every
-// yaml-cpp error become one line "file:line: (syntax): ...".
+// feed and carriage return, a second document, nesting deeper than kMaxNestingDepth, aliases that
+// expand the document beyond its own size and every yaml-cpp error become one line
+// "file:line: (syntax): ...".
 absl::StatusOr<YAML::Node> load_yaml_document(std::string_view text, const std::string& file);
 
 // "file:line: field: message" (line 1-based; omitted when the node has no mark).

@@ -13,6 +13,7 @@
 #include "gtest/gtest.h"
 #include "harness/golden/golden_store.h"
 #include "harness/golden/results.h"
+#include "harness/report/report.h"
 #include "tests/golden/synthetic_results.h"
 
 namespace samebits {
@@ -127,6 +128,30 @@ TEST(ResultsReader, TokenIdBeyondInt32IsAnError) {
   auto back = results_from_json(r, "r.json");
   ASSERT_FALSE(back.ok());
   EXPECT_NE(std::string(back.status().message()).find("is not a token id"), std::string::npos) << back.status();
+}
+
+// Found by fuzz_results: two completions with the same tokens sent the fork tree's split into
+// endless recursion (stack overflow in `samebits compare`).
+TEST(ResultsReader, RepeatedCompletionIsAnError) {
+  json r = results_to_json(testing::synthetic_results(4, {{1, 2}}));
+  json& completions = r["modes"][0]["completions"];
+  ASSERT_GE(completions.size(), 2u);
+  completions[1]["tokens"] = completions[0]["tokens"];
+  auto back = results_from_json(r, "r.json");
+  ASSERT_FALSE(back.ok());
+  EXPECT_NE(std::string(back.status().message()).find("completions[1].tokens: the same tokens as completions[0]"),
+            std::string::npos)
+      << back.status();
+}
+
+TEST(ForkTree, IdenticalCompletionsEndTheSplit) {
+  RunResults r = testing::synthetic_results(4, {{1, 2}});
+  ModeResult& m = r.modes[0];
+  ASSERT_GE(m.groups.size(), 2u);
+  m.groups[1].tokens = m.groups[0].tokens;
+  const ForkNode root = fork_tree(m);  // ended in a stack overflow before
+  EXPECT_TRUE(root.children.empty());
+  EXPECT_EQ(root.count, m.groups[0].count + m.groups[1].count);
 }
 
 TEST(ResultsWriter, InvalidUtf8TextIsReplacedNotThrown) {
