@@ -22,6 +22,10 @@ struct SamplingParams {
   float top_p = 1.f;        // 1 = off
   uint64_t seed = 0;        // sampling draws are keyed by (seed, generated-token index)
 };
+// The ranges that scenario files and traces accept (a sampler's inputs stay finite).
+inline constexpr float kMaxTemperature = 100.f;
+inline constexpr int kMaxTopK = 1 << 20;
+inline constexpr float kMinTopP = 1e-6f;
 
 struct RequestSpec {
   uint64_t id = 0;

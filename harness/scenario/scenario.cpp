@@ -123,9 +123,9 @@ absl::StatusOr<Scenario> parse_scenario(std::string_view text, const std::string
   s.seed = uint64_t(seed);
 
   if (auto f = top.child("sampling")) {
-    f->read_float("temperature", &s.sampling.temperature, 0, 100);
-    f->read_int("top_k", &s.sampling.top_k, 0, 1 << 20);
-    f->read_float("top_p", &s.sampling.top_p, 1e-6f, 1);
+    f->read_float("temperature", &s.sampling.temperature, 0, kMaxTemperature);
+    f->read_int("top_k", &s.sampling.top_k, 0, kMaxTopK);
+    f->read_float("top_p", &s.sampling.top_p, kMinTopP, 1);
     int64_t sseed = 0;
     f->read_int("seed", &sseed, 0, INT64_MAX);
     s.sampling.seed = uint64_t(sseed);

@@ -64,6 +64,13 @@ TEST(HostileCli, MutatedTracesAreOneLineErrors) {
       {"threads 10^6", [](json& t) { t["identity"]["engine"]["threads"] = 1000000; }, "threads: 1000000 is not in [0, 1024]"},
       {"kv_blocks 2^24", [](json& t) { t["identity"]["engine"]["kv_blocks"] = 1 << 24; }, "over the limit of 16384 MiB"},
       {"number beyond double", [](json& t) { t["samples"] = "@@"; }, "out of range"},
+      // Found by fuzz_trace: a top_p beyond a float became infinity and could not be written back.
+      {"top_p beyond a float", [](json& t) { t["requests"][0]["sampling"]["top_p"] = 2.2e69; },
+       "requests[0].sampling.top_p: 2.2e+69 is not in [1e-06, 1]"},
+      {"temperature negative", [](json& t) { t["requests"][0]["sampling"]["temperature"] = -1; },
+       "requests[0].sampling.temperature: -1 is not in [0, 100]"},
+      {"top_k negative", [](json& t) { t["requests"][0]["sampling"]["top_k"] = -3; },
+       "requests[0].sampling.top_k: -3 is not in [0, 1048576]"},
   };
   for (const TraceCase& c : cases) {
     SCOPED_TRACE(c.name);
