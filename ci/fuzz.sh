@@ -31,10 +31,10 @@ case "$MODE" in
   nightly) RUNS="${2:-10000000}"; JOBS="${FUZZ_JOBS:-32}" ;;
   *) echo "usage: ci/fuzz.sh ci [SECONDS] | nightly [RUNS]" >&2; exit 2 ;;
 esac
-# Cheapest first, by executions per CPU second measured with the seeds and -max_len below
-# (2026-12-01; dev machine, AMD EPYC / H200 host, 16 vCPUs, 12 workers): safetensors header
-# 29.6k / 16k, config.json 18.9k / 12.2k, HTTP request 23k / 11.4k, client responses 12k / 7.5k,
-# golden 12k, results 7.8k, trace 6.5k, scenario 6.5k, tokenizer files 4.1k / 1.5k.
+# Cheapest first, by executions per CPU second in the nightly run of 2026-12-01 (docs/THREAT_MODEL.md,
+# "Last measured"): H200 host (16 vCPUs): safetensors header 21.0k, config.json 21.2k, HTTP request
+# 15.6k, client responses 9.7k, golden 8.2k, results 4.4k; development machine (AMD EPYC, about twice
+# as fast per core): trace 10.4k, scenario 8.0k, tokenizer files 3.9k.
 TARGETS=(fuzz_safetensors_header fuzz_hf_config fuzz_http_request fuzz_client_response fuzz_golden fuzz_results
   fuzz_trace fuzz_scenario fuzz_tokenizer)
 # Largest input each target generates (libFuzzer's -max_len). Every execution parses its whole

@@ -16,7 +16,8 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 SAMEBITS="${1:-build/cpu/harness/samebits}"
 C=fuzz/corpus
-rm -f "$C"/fuzz_golden/* "$C"/fuzz_results/* "$C"/fuzz_trace/*
+# regress_* seeds are inputs a fuzzer once found failing: kept as they are (they need not parse).
+find "$C"/fuzz_golden "$C"/fuzz_results "$C"/fuzz_trace -type f ! -name 'regress_*' -delete 2>/dev/null || true
 mkdir -p "$C"/fuzz_golden "$C"/fuzz_results "$C"/fuzz_trace
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
