@@ -57,6 +57,22 @@ bool JsonFields::get(const std::string& key, int* out) {
   *out = int(v);
   return true;
 }
+bool JsonFields::get(const std::string& key, int* out, int min, int max) {
+  if (!get(key, out)) return false;
+  if (*out < min || *out > max) {
+    fail(key, absl::StrCat(*out, " is not in [", min, ", ", max, "]"));
+    return false;
+  }
+  return true;
+}
+bool JsonFields::get(const std::string& key, double* out, double min, double max) {
+  if (!get(key, out)) return false;
+  if (!(*out >= min && *out <= max)) {
+    fail(key, absl::StrCat(*out, " is not in [", min, ", ", max, "]"));
+    return false;
+  }
+  return true;
+}
 bool JsonFields::get(const std::string& key, double* out) {
   const nlohmann::json* v = member(key, "number");
   if (v) *out = v->get<double>();

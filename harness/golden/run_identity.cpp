@@ -138,30 +138,19 @@ absl::StatusOr<RunIdentity> identity_from_json(const json& j, const std::string&
   }
   if (const json* e = f.object("engine")) {
     JsonFields ef(file, e, f.field("engine"));
-    ef.get("block_size", &id.engine.block_size);
-    ef.get("kv_blocks", &id.engine.kv_blocks);
-    ef.get("max_tokens_per_step", &id.engine.max_tokens_per_step);
-    ef.get("max_seqs", &id.engine.max_seqs);
-    ef.get("max_chunk", &id.engine.max_chunk);
-    ef.get("prefix_cache", &id.engine.prefix_cache);
-    ef.get("parallel_units", &id.engine.parallel_units);
     // The same bounds as a scenario's engine block and the command line's thread count.
-    auto bound = [&](const char* key, int value, int min, int max) {
-      if (ef.status().ok() && (value < min || value > max))
-        ef.fail(key, absl::StrCat(value, " is not in [", min, ", ", max, "]"));
-    };
-    bound("block_size", id.engine.block_size, 1, 4096);
-    bound("kv_blocks", id.engine.kv_blocks, 1, 1 << 24);
-    bound("max_tokens_per_step", id.engine.max_tokens_per_step, 1, 1 << 20);
-    bound("max_seqs", id.engine.max_seqs, 1, 1 << 16);
-    bound("max_chunk", id.engine.max_chunk, 0, 1 << 20);
-    bound("parallel_units", id.engine.parallel_units, 1, 1 << 16);
-    if (ef.get("threads", &id.threads)) bound("threads", id.threads, 0, 1024);
+    ef.get("block_size", &id.engine.block_size, 1, 4096);
+    ef.get("kv_blocks", &id.engine.kv_blocks, 1, 1 << 24);
+    ef.get("max_tokens_per_step", &id.engine.max_tokens_per_step, 1, 1 << 20);
+    ef.get("max_seqs", &id.engine.max_seqs, 1, 1 << 16);
+    ef.get("max_chunk", &id.engine.max_chunk, 0, 1 << 20);
+    ef.get("prefix_cache", &id.engine.prefix_cache);
+    ef.get("parallel_units", &id.engine.parallel_units, 1, 1 << 16);
+    ef.get("threads", &id.threads, 0, 1024);
     ef.get("live", &id.live);
     f.merge(ef.status());
   }
-  if (f.get("samples", &id.samples) && (id.samples < 1 || id.samples > 100000))
-    f.fail("samples", absl::StrCat(id.samples, " is not in [1, 100000]"));
+  f.get("samples", &id.samples, 1, 100000);
   if (!f.status().ok()) return f.status();
   return id;
 }

@@ -138,18 +138,12 @@ absl::StatusOr<Trace> trace_from_json(const json& j, const std::string& file) {
         JsonFields sf(file, s, rf.field("sampling"));
         double temperature = 0, top_p = 1;
         int64_t seed = 0;
-        sf.get("temperature", &temperature);
-        sf.get("top_k", &a.spec.sampling.top_k);
-        sf.get("top_p", &top_p);
-        sf.get("seed", &seed);
         // The scenario's ranges: a value beyond a float (top_p 1e300) would become infinity here
         // and the trace could not be written back.
-        if (sf.status().ok() && !(temperature >= 0 && temperature <= kMaxTemperature))
-          sf.fail("temperature", absl::StrCat(temperature, " is not in [0, ", kMaxTemperature, "]"));
-        if (sf.status().ok() && (a.spec.sampling.top_k < 0 || a.spec.sampling.top_k > kMaxTopK))
-          sf.fail("top_k", absl::StrCat(a.spec.sampling.top_k, " is not in [0, ", kMaxTopK, "]"));
-        if (sf.status().ok() && !(top_p >= kMinTopP && top_p <= 1))
-          sf.fail("top_p", absl::StrCat(top_p, " is not in [", kMinTopP, ", 1]"));
+        sf.get("temperature", &temperature, 0, kMaxTemperature);
+        sf.get("top_k", &a.spec.sampling.top_k, 0, kMaxTopK);
+        sf.get("top_p", &top_p, kMinTopP, 1);
+        sf.get("seed", &seed);
         a.spec.sampling.temperature = float(temperature);
         a.spec.sampling.top_p = float(top_p);
         a.spec.sampling.seed = uint64_t(seed);
