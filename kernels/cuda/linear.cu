@@ -281,29 +281,28 @@ struct ClusterCandidate {
   double rate;
 };
 struct ClusterCandidates {
-  ClusterCandidate share_w[5], share_x[5];  // config -1: none
+  ClusterCandidate share_w[4], share_x[4];
 };
 
 // The candidates and rates of main before the staged output (2026-12-01, rates 256 columns 1,
 // 192 0.95, 128 0.85, 64 0.6); kept for the benchmark's side-by-side column.
 constexpr ClusterCandidates kPreviousClusters = {
     {{kCluster256m2, 256, 256, 256, 1.0}, {kCluster192m2, 192, 256, 192, 0.95}, {kCluster128m2, 128, 256, 128, 0.85},
-     {kCluster64n2, 64, 128, 128, 0.6}, {-1, 0, 0, 0, 0}},
+     {kCluster64n2, 64, 128, 128, 0.6}},
     {{kCluster256n2, 256, 128, 512, 1.0}, {kCluster192n2, 192, 128, 384, 0.95}, {kCluster128n2, 128, 128, 256, 0.85},
-     {kCluster64n2, 64, 128, 128, 0.6}, {-1, 0, 0, 0, 0}}};
+     {kCluster64n2, 64, 128, 128, 0.6}}};
 // With the output stored by the copy engine.
 constexpr ClusterCandidates kClusters = {
     {{kCluster256m2Out, 256, 256, 256, 1.0}, {kCluster192m2Out, 192, 256, 192, 0.95},
-     {kCluster128m2Out, 128, 256, 128, 0.85}, {kCluster64n2Out, 64, 128, 128, 0.6}, {-1, 0, 0, 0, 0}},
+     {kCluster128m2Out, 128, 256, 128, 0.85}, {kCluster64n2Out, 64, 128, 128, 0.6}},
     {{kCluster256n2Out, 256, 128, 512, 1.0}, {kCluster192n2, 192, 128, 384, 0.95},
-     {kCluster128n2Out, 128, 128, 256, 0.85}, {kCluster64n2Out, 64, 128, 128, 0.6}, {-1, 0, 0, 0, 0}}};
+     {kCluster128n2Out, 128, 128, 256, 0.85}, {kCluster64n2Out, 64, 128, 128, 0.6}}};
 
 int cluster_auto_config(int64_t M, int64_t N, const ClusterCandidates& candidates) {
   const int64_t slots = std::max(1, multiprocessors() / 2);
   int best = -1;
   double best_time = 1e300;
   for (const ClusterCandidate& c : M <= 128 ? candidates.share_x : candidates.share_w) {
-    if (c.config < 0) continue;
     const int64_t cluster_tiles = cuda::ceil_div64(M, c.rows_per_cluster) * cuda::ceil_div64(N, c.columns_per_cluster);
     const double time = double(cuda::ceil_div64(cluster_tiles, slots)) * c.bn / c.rate;
     if (time < best_time) {  // ties: the wider tile
