@@ -40,6 +40,7 @@ struct Backend {
   absl::Status (*rmsnorm)(const ExecContext&, const RmsNormArgs&);
   absl::Status (*rope)(const ExecContext&, const RopeArgs&);
   absl::Status (*silu_mul)(const ExecContext&, const SiluMulArgs&);
+  absl::Status (*gate_up_silu)(const ExecContext&, const GateUpSiluArgs&);
   absl::Status (*embedding)(const ExecContext&, const EmbeddingArgs&);
   absl::Status (*kv_write)(const ExecContext&, const KvWriteArgs&);
   absl::Status (*attention)(const ExecContext&, const AttentionArgs&);
@@ -99,7 +100,9 @@ const Backend* find_backend(const std::string& name, std::string* why);
 // suite's (tests/mutation). The table must outlive its registration.
 void register_backend(const std::string& name, const Backend* backend);
 
-// Bumped whenever any kernel's arithmetic changes; goldens depend on it.
-inline constexpr int kKernelSetVersion = 1;
+// Bumped whenever any kernel's arithmetic changes; goldens depend on it. 2: the MLP's gate and up
+// projections as one linear of 2F columns (gate_up_silu; default mode's plan and cuBLASLt's
+// algorithm follow the wider shape).
+inline constexpr int kKernelSetVersion = 2;
 
 }  // namespace samebits

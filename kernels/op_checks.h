@@ -63,6 +63,23 @@ inline absl::Status check_silu_mul_shape(const SiluMulArgs& a) {
   if (a.y == nullptr) return absl::InvalidArgumentError("silu_mul: y is null");
   if (a.T <= 0) return absl::InvalidArgumentError(absl::StrCat("silu_mul: T must be positive, got ", a.T));
   if (a.F <= 0) return absl::InvalidArgumentError(absl::StrCat("silu_mul: F must be positive, got ", a.F));
+  if (a.group < 0 || (a.group > 0 && (a.F % a.group != 0 || a.up != a.gate + a.group))) {
+    return absl::InvalidArgumentError(absl::StrCat("silu_mul: group ", a.group,
+                                                   " must be 0, or divide F with up == gate + group"));
+  }
+  return absl::OkStatus();
+}
+
+inline absl::Status check_gate_up_silu_shape(const GateUpSiluArgs& a) {
+  if (a.x == nullptr) return absl::InvalidArgumentError("gate_up_silu: x is null");
+  if (a.w == nullptr) return absl::InvalidArgumentError("gate_up_silu: w is null");
+  if (a.y == nullptr) return absl::InvalidArgumentError("gate_up_silu: y is null");
+  if (a.M <= 0) return absl::InvalidArgumentError(absl::StrCat("gate_up_silu: M must be positive, got ", a.M));
+  if (a.K <= 0) return absl::InvalidArgumentError(absl::StrCat("gate_up_silu: K must be positive, got ", a.K));
+  if (a.F <= 0 || a.F % kGateUpGroup != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("gate_up_silu: F must be a positive multiple of ", kGateUpGroup, ", got ", a.F));
+  }
   return absl::OkStatus();
 }
 

@@ -60,12 +60,34 @@ struct RopeArgs {
   int64_t max_position = 0;
 };
 
-// y[T,F] = silu(gate[T,F]) * up[T,F]
+// y[T,F] = silu(gate[T,F]) * up[T,F]. group = 0: gate and up are [T,F] each. group = g > 0: gate
+// and up point into one [T, 2F] row-major buffer whose columns alternate g gate and g up columns
+// (up == gate + g), the output of a linear on gate/up weights interleaved by gate_up_weight_row.
 struct SiluMulArgs {
   const bf16* gate = nullptr;
   const bf16* up = nullptr;
   int64_t T = 0, F = 0;
   bf16* y = nullptr;
+  int64_t group = 0;
+};
+
+// The MLP's gate and up projections as one op: y[M,F] = silu(x·gate^T) * (x·up^T), each projection
+// rounded to bf16 as linear rounds it, then silu_mul's arithmetic. w [2F, K] holds the two weights
+// interleaved in groups of kGateUpGroup rows (gate_up_weight_row), F % kGateUpGroup == 0. Same bits
+// as linear (on w, or on gate and up apart) followed by silu_mul: a backend may fuse the two
+// (CUDA, invariant mode) or run them in turn through `gate_up` ([M, 2F] scratch).
+inline constexpr int64_t kGateUpGroup = 8;
+// The row of w [2F, K] that holds row f of gate (up = false) or of up.
+inline constexpr int64_t gate_up_weight_row(int64_t f, bool up) {
+  return f / kGateUpGroup * 2 * kGateUpGroup + (up ? kGateUpGroup : 0) + f % kGateUpGroup;
+}
+struct GateUpSiluArgs {
+  const bf16* x = nullptr;  // [M, K]
+  const bf16* w = nullptr;  // [2F, K], interleaved
+  int64_t M = 0, F = 0, K = 0;
+  MatmulPlan plan;          // plan_matmul(mode, M, 2F, K, parallel_units)
+  bf16* gate_up = nullptr;  // [M, 2F] scratch; unused where the backend fuses
+  bf16* y = nullptr;        // [M, F]
 };
 
 // y[T,dim] = table[ids[T], :]

@@ -52,6 +52,7 @@ Backend make_cpu_backend() {
   b.rmsnorm = cpu_rmsnorm;
   b.rope = cpu_rope;
   b.silu_mul = cpu_silu_mul;
+  b.gate_up_silu = cpu_gate_up_silu;
   b.embedding = cpu_embedding;
   b.kv_write = cpu_kv_write;
   b.attention = cpu_attention;

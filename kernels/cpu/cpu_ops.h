@@ -10,6 +10,7 @@ absl::Status cpu_linear(const ExecContext& ctx, const LinearArgs& args);        
 absl::Status cpu_rmsnorm(const ExecContext& ctx, const RmsNormArgs& args);      // rmsnorm.cpp
 absl::Status cpu_rope(const ExecContext& ctx, const RopeArgs& args);            // rope.cpp
 absl::Status cpu_silu_mul(const ExecContext& ctx, const SiluMulArgs& args);     // silu_mul.cpp
+absl::Status cpu_gate_up_silu(const ExecContext& ctx, const GateUpSiluArgs& args);  // silu_mul.cpp
 absl::Status cpu_embedding(const ExecContext& ctx, const EmbeddingArgs& args);  // embedding.cpp
 absl::Status cpu_kv_write(const ExecContext& ctx, const KvWriteArgs& args);     // kv_write.cpp
 absl::Status cpu_attention(const ExecContext& ctx, const AttentionArgs& args);  // attention.cpp

@@ -8,6 +8,7 @@
 // Where the CPU has AVX2 or AVX-512 (kernels/cpu/isa.h), rows go to silu_mul_row_avx2/avx512
 // (kernels/cpu/exp_simd.h): the same operations on 8 or 16 lanes, bf16 conversions included, for
 // every value; tests compare every path with this one bitwise.
+// gate_up_silu: linear then this op, by kernels/gate_up_silu.h (the reference of every backend).
 #include <cstring>
 
 #include "kernels/cpu/cpu_ops.h"
@@ -15,6 +16,7 @@
 #include "kernels/cpu/isa.h"
 #include "kernels/cpu/threading.h"
 #include "kernels/fixed_math.h"
+#include "kernels/gate_up_silu.h"
 #include "kernels/op_checks.h"
 
 namespace samebits {
@@ -63,13 +65,22 @@ void silu_mul_row(const bf16* g, const bf16* u, bf16* y, int64_t F) {
 
 }  // namespace
 
+absl::Status cpu_gate_up_silu(const ExecContext& ctx, const GateUpSiluArgs& a) {
+  return gate_up_silu_by_parts(cpu_linear, cpu_silu_mul, ctx, a);
+}
+
 absl::Status cpu_silu_mul(const ExecContext& ctx, const SiluMulArgs& a) {
   if (absl::Status shape = check_silu_mul_shape(a); !shape.ok()) return shape;
   const int64_t F = a.F;
   const cpu::Isa isa = cpu::active_isa();
   auto row = isa == cpu::Isa::kAvx512 ? cpu::silu_mul_row_avx512 : isa == cpu::Isa::kAvx2 ? cpu::silu_mul_row_avx2 : silu_mul_row;
+  // Interleaved gate/up (a.group > 0): each group of the row is a contiguous piece of gate and up.
+  const int64_t piece = a.group > 0 ? a.group : F, in_stride = a.group > 0 ? 2 * F : F;
+  const int64_t in_step = a.group > 0 ? 2 * a.group : F;
   cpu::parallel_for(ctx, a.T, [&](int64_t t) {
-    row(a.gate + t * F, a.up + t * F, a.y + t * F, F);
+    for (int64_t j = 0; j < F / piece; ++j) {
+      row(a.gate + t * in_stride + j * in_step, a.up + t * in_stride + j * in_step, a.y + t * F + j * piece, piece);
+    }
   }, F * 8, 1 << 15);
   return absl::OkStatus();
 }

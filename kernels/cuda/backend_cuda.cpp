@@ -334,6 +334,7 @@ const Backend* make_backend(std::string* why) {
   b->rmsnorm = cuda_rmsnorm;
   b->rope = cuda_rope;
   b->silu_mul = cuda_silu_mul;
+  b->gate_up_silu = cuda_gate_up_silu;
   b->embedding = cuda_embedding;
   b->kv_write = cuda_kv_write;
   b->attention = cuda_attention;

@@ -16,6 +16,7 @@ absl::Status cuda_linear(const ExecContext& ctx, const LinearArgs& args);       
 absl::Status cuda_rmsnorm(const ExecContext& ctx, const RmsNormArgs& args);      // rmsnorm.cu
 absl::Status cuda_rope(const ExecContext& ctx, const RopeArgs& args);            // rope.cu
 absl::Status cuda_silu_mul(const ExecContext& ctx, const SiluMulArgs& args);     // silu_mul.cu
+absl::Status cuda_gate_up_silu(const ExecContext& ctx, const GateUpSiluArgs& args);  // silu_mul.cu
 absl::Status cuda_embedding(const ExecContext& ctx, const EmbeddingArgs& args);  // embedding.cu
 absl::Status cuda_kv_write(const ExecContext& ctx, const KvWriteArgs& args);     // kv_write.cu
 absl::Status cuda_attention(const ExecContext& ctx, const AttentionArgs& args);  // attention.cu
@@ -50,5 +51,10 @@ int cuda_linear_invariant_previous_auto_config(int64_t M, int64_t N);
 // Tests only: the invariant kernel with a planted K-order change (the 64-wide k tiles summed last to
 // first), so that the configuration tests can show they see one. Hopper and aligned rows only.
 absl::Status cuda_linear_invariant_planted_k_order(const ExecContext& ctx, const LinearArgs& args);
+// gate_up_silu in invariant mode, fused into the invariant linear (linear.cu) under a forced
+// configuration (config < 0: the automatic choice for a linear of 2F columns;
+// kGateUpPlantedKOrder: the planted K-order kernel, tests only).
+inline constexpr int kGateUpPlantedKOrder = -2;
+absl::Status cuda_gate_up_silu_invariant(const ExecContext& ctx, const GateUpSiluArgs& args, int config);
 
 }  // namespace samebits

@@ -22,6 +22,12 @@
 // m64nNk16 steps in increasing k from +0): sm90a/linear_tma.cu's swapped tiles up to M = 64 (128
 // where they fit on the SMs at once), then sm90a/linear_cluster.cu's 2-CTA clusters of
 // 128 x 256/192/128/64 tiles sharing one operand by multicast, their output stored by TMA.
+//
+// gate_up_silu (invariant mode) is this linear on the gate/up weights interleaved by groups of 8
+// rows, with a fused epilogue (linear_common.cuh store_gate_up): each thread holds a gate column
+// and its up column, rounds both to bf16 as the plain store would, and applies silu_mul's
+// arithmetic, so no [M, 2F] output goes through memory and the bits are those of linear + silu_mul
+// under every configuration (the cluster tiles then store directly instead of by TMA).
 #include <algorithm>
 #include <cstdio>
 #include <string>
@@ -32,6 +38,7 @@
 #include "kernels/cuda/cuda_ops.h"
 #include "kernels/cuda/linear_common.cuh"
 #include "kernels/cuda/tensor_core.cuh"
+#include "kernels/gate_up_silu.h"
 #include "kernels/op_checks.h"
 
 namespace samebits {
@@ -123,16 +130,18 @@ __global__ void __launch_bounds__(Tile<BM, BN, WM, WN, STAGES, VEC, BK>::kThread
   }
   cp_async_wait<0>();
 
+  static_assert(NT % 2 == 0, "n8 tiles in pairs: columns c and c + 8 of one thread (the fused gate/up epilogue)");
 #pragma unroll
   for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
-    for (int nt = 0; nt < NT; ++nt)
+    for (int nt = 0; nt < NT; nt += 2)
 #pragma unroll
       for (int half = 0; half < 2; ++half)
 #pragma unroll
         for (int e = 0; e < 2; ++e) {
-          cuda::store_output(p, m0 + warp_m * WM + mt * 16 + (lane >> 2) + half * 8,
-                             n0 + warp_n * WN + nt * 8 + (lane & 3) * 2 + e, acc[mt][nt][half * 2 + e]);
+          cuda::store_output_pair8(p, m0 + warp_m * WM + mt * 16 + (lane >> 2) + half * 8,
+                                   n0 + warp_n * WN + nt * 8 + (lane & 3) * 2 + e, acc[mt][nt][half * 2 + e],
+                                   acc[mt][nt + 1][half * 2 + e]);
         }
 }
 
@@ -356,7 +365,9 @@ int cuda_linear_invariant_previous_auto_config(int64_t M, int64_t N) {
   return cluster_auto_config(M, N, kPreviousClusters);
 }
 
-absl::Status cuda_linear_invariant(const ExecContext& ctx, const LinearArgs& a, int config) {
+namespace {
+// gate_up: the fused gate/up epilogue (LinearParams.gate_up; a.y is [M, N / 2]).
+absl::Status run_invariant(const ExecContext& ctx, const LinearArgs& a, int config, bool gate_up) {
   SAMEBITS_RETURN_IF_ERROR(validate(a));
   const bool vec = a.K % 8 == 0 && aligned16(a.x) && aligned16(a.w);
   if (!vec) {
@@ -371,7 +382,7 @@ absl::Status cuda_linear_invariant(const ExecContext& ctx, const LinearArgs& a, 
     config = kMma16x32;
   }
   const Config& c = kConfigs[config];
-  LinearParams p{a.x, a.w, a.bias, a.y, a.y_f32, int(a.M), int(a.N), int(a.K)};
+  LinearParams p{a.x, a.w, a.bias, a.y, a.y_f32, int(a.M), int(a.N), int(a.K), gate_up ? 1 : 0};
   const int64_t tiles = cuda::ceil_div64(a.M, std::abs(c.bm)) * cuda::ceil_div64(a.N, c.bn);
   if (tiles > INT32_MAX) return absl::InvalidArgumentError("linear: too many tiles");
   if (c.kind == Config::kWgmma) return cuda::launch_wgmma_linear(p, c.bm, cuda::stream_of(ctx));
@@ -387,13 +398,32 @@ absl::Status cuda_linear_invariant(const ExecContext& ctx, const LinearArgs& a, 
   return cuda::check_launch(c.name);
 }
 
-absl::Status cuda_linear_invariant_planted_k_order(const ExecContext& ctx, const LinearArgs& a) {
+absl::Status run_planted_k_order(const ExecContext& ctx, const LinearArgs& a, bool gate_up) {
   SAMEBITS_RETURN_IF_ERROR(validate(a));
   if (!hopper() || a.K % 8 != 0 || !aligned16(a.x) || !aligned16(a.w)) {
     return absl::UnimplementedError("linear: the planted K-order kernel needs compute capability 9.0 and aligned rows");
   }
-  const LinearParams p{a.x, a.w, a.bias, a.y, a.y_f32, int(a.M), int(a.N), int(a.K)};
+  const LinearParams p{a.x, a.w, a.bias, a.y, a.y_f32, int(a.M), int(a.N), int(a.K), gate_up ? 1 : 0};
   return cuda::launch_cluster_linear(p, cuda::ClusterConfig::kPlantedReverseK, cuda::stream_of(ctx));
+}
+}  // namespace
+
+absl::Status cuda_linear_invariant(const ExecContext& ctx, const LinearArgs& a, int config) {
+  return run_invariant(ctx, a, config, false);
+}
+
+absl::Status cuda_linear_invariant_planted_k_order(const ExecContext& ctx, const LinearArgs& a) {
+  return run_planted_k_order(ctx, a, false);
+}
+
+// gate_up_silu in invariant mode: the linear on the interleaved weight with the fused epilogue,
+// under the configuration chosen for a linear of 2F columns (same bits under every one).
+absl::Status cuda_gate_up_silu_invariant(const ExecContext& ctx, const GateUpSiluArgs& g, int config) {
+  if (absl::Status shape = check_gate_up_silu_shape(g); !shape.ok()) return shape;
+  LinearArgs a = gate_up_linear_args(g);
+  a.y = g.y;
+  if (config == kGateUpPlantedKOrder) return run_planted_k_order(ctx, a, true);
+  return run_invariant(ctx, a, config, true);
 }
 
 absl::Status cuda_linear(const ExecContext& ctx, const LinearArgs& a) {

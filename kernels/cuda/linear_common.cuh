@@ -10,6 +10,7 @@
 #include "absl/status/status.h"
 
 #include "kernels/bf16.h"
+#include "kernels/cuda/silu_mul.cuh"
 #include "kernels/cuda/tensor_core.cuh"
 
 namespace samebits::cuda {
@@ -21,6 +22,9 @@ struct LinearParams {
   bf16* y;
   float* y_f32;
   int M, N, K;
+  // Fused gate/up (gate_up_silu): the N columns alternate 8 gate and 8 up columns
+  // (gate_up_weight_row, kernels/ops.h); y is [M, N / 2] = silu_mul(gate, up); no bias, bf16 only.
+  int gate_up;
 };
 
 // Copies one k-tile (BK columns, BK/8 chunks per row) of ROWS rows starting at row0 into a
@@ -73,6 +77,27 @@ __device__ __forceinline__ void store_output(const LinearParams& p, int row, int
   }
 }
 
+// The fused gate/up epilogue for one row: g at gate column col (col % 16 < 8), u at col + 8, each
+// rounded to bf16 as store_output rounds it, then silu_mul's arithmetic (silu_mul.cuh): the bits of
+// linear + silu_mul. Every kernel's fragments give one thread both columns: columns 8j.. and
+// 8(j+1).. for even j (mma n8 tiles, wgmma column groups), or A rows r and r + 8 (swapped tiles);
+// tiles start at multiples of 16 columns.
+__device__ __forceinline__ void store_gate_up(const LinearParams& p, int row, int col, float g, float u) {
+  if (row >= p.M || col >= p.N) return;
+  p.y[int64_t(row) * (p.N / 2) + col / 16 * 8 + col % 8] = silu_mul_value(round_bf16(g), round_bf16(u));
+}
+
+// Two accumulators of one thread at columns col and col + 8 of one row: a gate/up pair, or two
+// plain outputs.
+__device__ __forceinline__ void store_output_pair8(const LinearParams& p, int row, int col, float v0, float v8) {
+  if (p.gate_up) {
+    store_gate_up(p, row, col, v0, v8);
+    return;
+  }
+  store_output(p, row, col, v0);
+  store_output(p, row, col + 8, v8);
+}
+
 // One warpgroup's wgmma m64nBN accumulators to y: thread `lane` of warp `warp` holds, for each group
 // j of 8 columns, columns 2 * (lane & 3) + {0, 1} of rows a_row and a_row + 8, where
 // a_row = a0 + 16 * warp + (lane >> 2) and a0 is the warpgroup's first A row. Unswapped, A rows are
@@ -82,6 +107,22 @@ __device__ __forceinline__ void store_wgmma_accumulators(const LinearParams& p, 
                                                          int b0, bool swapped) {
   const int lane = threadIdx.x & 31, warp = (threadIdx.x / 32) % 4;
   const int r = a0 + warp * 16 + (lane >> 2);
+  if (p.gate_up) {
+#pragma unroll
+    for (int j = 0; j < BN / 8; ++j) {
+      const int col = b0 + j * 8 + (lane & 3) * 2;
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        if (swapped) {  // A rows r (gate) and r + 8 (up) are output columns
+          store_gate_up(p, col + e, r, d[4 * j + e], d[4 * j + 2 + e]);
+        } else if (j % 2 == 0) {  // column groups j (gate) and j + 1 (up)
+#pragma unroll
+          for (int h = 0; h < 2; ++h) store_gate_up(p, r + 8 * h, col + e, d[4 * j + 2 * h + e], d[4 * j + 4 + 2 * h + e]);
+        }
+      }
+    }
+    return;
+  }
 #pragma unroll
   for (int j = 0; j < BN / 8; ++j) {
     const int col = b0 + j * 8 + (lane & 3) * 2;

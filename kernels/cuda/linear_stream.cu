@@ -70,13 +70,12 @@ __global__ void __launch_bounds__(kThreads) stream_linear_kernel(LinearParams p)
     if (tid == 0 && kt + kStages < KT) issue(kt + kStages);
   }
 #pragma unroll
-  for (int nt = 0; nt < 2; ++nt)
+  for (int half = 0; half < 2; ++half)
 #pragma unroll
-    for (int half = 0; half < 2; ++half)
-#pragma unroll
-      for (int e = 0; e < 2; ++e) {
-        store_output(p, (lane >> 2) + half * 8, n0 + warp * 16 + nt * 8 + (lane & 3) * 2 + e, acc[nt][half * 2 + e]);
-      }
+    for (int e = 0; e < 2; ++e) {
+      store_output_pair8(p, (lane >> 2) + half * 8, n0 + warp * 16 + (lane & 3) * 2 + e, acc[0][half * 2 + e],
+                         acc[1][half * 2 + e]);
+    }
 }
 
 }  // namespace

@@ -2,33 +2,38 @@
 // CPU's fixed_expf (kernels/fixed_math.h, host + device, no FMA contraction: --fmad=false) and IEEE
 // division, so the bits equal the CPU's. Pointwise, no reduction: identical in both modes; one
 // thread per 8 elements with 16-byte loads and stores where the sizes and pointers allow, else
-// one thread per element (the same arithmetic per element either way).
+// one thread per element (the same arithmetic per element either way). Interleaved gate/up
+// (SiluMulArgs.group, the default-mode gate_up_silu): a group of 8 is one 16-byte piece, so the
+// vector kernel reads gate and up pieces alternately.
+// gate_up_silu: invariant mode fuses it into the invariant linear (linear.cu, same arithmetic from
+// silu_mul.cuh); default mode runs cuBLASLt then this kernel (kernels/gate_up_silu.h).
 #include "kernels/cuda/cuda_common.h"
 #include "kernels/cuda/cuda_ops.h"
-#include "kernels/fixed_math.h"
+#include "kernels/cuda/silu_mul.cuh"
+#include "kernels/gate_up_silu.h"
 #include "kernels/op_checks.h"
 
 namespace samebits {
 namespace {
 
-__global__ void silu_mul_kernel(const bf16* gate, const bf16* up, bf16* y, int64_t n) {
+// Element i of y ([T, F]) reads gate and up at i (group 0) or at its place in the interleaved rows.
+__global__ void silu_mul_kernel(const bf16* gate, const bf16* up, bf16* y, int64_t n, int64_t F, int64_t group) {
   const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= n) return;
-  const float g = to_float(gate[i]);
-  const float act = __fdiv_rn(g, 1.0f + fixed_expf(-g));
-  y[i] = to_bf16(round_bf16(act) * to_float(up[i]));
+  const int64_t f = i % F;
+  const int64_t at = group == 0 ? i : i / F * 2 * F + f / group * 2 * group + f % group;
+  y[i] = cuda::silu_mul_value(to_float(gate[at]), to_float(up[at]));
 }
 
 __device__ __forceinline__ uint16_t silu_mul_bits(uint16_t g_bits, uint16_t u_bits) {
-  const float g = to_float(bf16{g_bits});
-  const float act = __fdiv_rn(g, 1.0f + fixed_expf(-g));
-  return to_bf16(round_bf16(act) * to_float(bf16{u_bits})).bits;
+  return cuda::silu_mul_value(to_float(bf16{g_bits}), to_float(bf16{u_bits})).bits;
 }
 
-__global__ void silu_mul_vec_kernel(const uint4* gate, const uint4* up, uint4* y, int64_t n8) {
+// stride: 1 (gate and up apart) or 2 (interleaved in groups of 8: gate and up pieces alternate).
+__global__ void silu_mul_vec_kernel(const uint4* gate, const uint4* up, uint4* y, int64_t n8, int stride) {
   const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= n8) return;
-  const uint4 g = gate[i], u = up[i];
+  const uint4 g = gate[i * stride], u = up[i * stride];
   const uint32_t gw[4] = {g.x, g.y, g.z, g.w}, uw[4] = {u.x, u.y, u.z, u.w};
   uint32_t out[4];
 #pragma unroll
@@ -46,14 +51,22 @@ bool aligned16(const void* ptr) { return (reinterpret_cast<uintptr_t>(ptr) & 15)
 absl::Status cuda_silu_mul(const ExecContext& ctx, const SiluMulArgs& a) {
   if (absl::Status shape = check_silu_mul_shape(a); !shape.ok()) return shape;
   const int64_t n = a.T * a.F;
-  if (n % 8 == 0 && aligned16(a.gate) && aligned16(a.up) && aligned16(a.y)) {
+  if (n % 8 == 0 && (a.group == 0 || a.group == 8) && aligned16(a.gate) && aligned16(a.up) && aligned16(a.y)) {
     silu_mul_vec_kernel<<<unsigned(cuda::ceil_div64(n / 8, 256)), 256, 0, cuda::stream_of(ctx)>>>(
         reinterpret_cast<const uint4*>(a.gate), reinterpret_cast<const uint4*>(a.up), reinterpret_cast<uint4*>(a.y),
-        n / 8);
+        n / 8, a.group == 0 ? 1 : 2);
     return cuda::check_launch("silu_mul_vec_kernel");
   }
-  silu_mul_kernel<<<unsigned(cuda::ceil_div64(n, 256)), 256, 0, cuda::stream_of(ctx)>>>(a.gate, a.up, a.y, n);
+  silu_mul_kernel<<<unsigned(cuda::ceil_div64(n, 256)), 256, 0, cuda::stream_of(ctx)>>>(a.gate, a.up, a.y, n, a.F,
+                                                                                        a.group);
   return cuda::check_launch("silu_mul_kernel");
+}
+
+absl::Status cuda_gate_up_silu(const ExecContext& ctx, const GateUpSiluArgs& a) {
+  if (a.plan.kind == MatmulPlan::Kind::kFixedOrder && a.plan.split_k == 1) {
+    return cuda_gate_up_silu_invariant(ctx, a, -1);
+  }
+  return gate_up_silu_by_parts(cuda_linear, cuda_silu_mul, ctx, a);
 }
 
 }  // namespace samebits

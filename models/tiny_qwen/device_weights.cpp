@@ -8,6 +8,79 @@
 #include "models/tiny_qwen/safetensors.h"
 
 namespace samebits {
+namespace {
+
+// gate [F, K] and up [F, K] into one [2F, K] tensor interleaved by gate_up_weight_row, in backend
+// memory, by the embedding op used as a row gather over pieces of kGateUpGroup rows: first both
+// into a [gate; up] staging tensor, then its pieces in interleaved order. Row copies: no arithmetic.
+class GateUpInterleaver {
+ public:
+  static absl::StatusOr<GateUpInterleaver> make(const Backend& backend, int64_t F, int64_t K) {
+    GateUpInterleaver g;
+    g.backend_ = &backend;
+    g.pieces_ = F / kGateUpGroup;
+    g.piece_ = kGateUpGroup * K;
+    std::vector<int32_t> ids;
+    for (int64_t j = 0; j < g.pieces_; ++j) ids.push_back(int32_t(j));  // the copies
+    for (int64_t j = 0; j < 2 * g.pieces_; ++j) {
+      ids.push_back(int32_t(j % 2 == 0 ? j / 2 : g.pieces_ + j / 2));  // interleaving
+    }
+    absl::StatusOr<DeviceBuffer> d_ids = DeviceBuffer::allocate(backend, ids.size() * sizeof(int32_t));
+    if (!d_ids.ok()) return d_ids.status();
+    g.ids_ = *std::move(d_ids);
+    if (absl::Status s = backend.upload(g.ids_.as<void>(), ids.data(), g.ids_.bytes()); !s.ok()) return s;
+    absl::StatusOr<DeviceBuffer> staging = DeviceBuffer::allocate(backend, size_t(2 * F * K) * sizeof(bf16));
+    if (!staging.ok()) return staging.status();
+    g.staging_ = *std::move(staging);
+    return g;
+  }
+
+  absl::StatusOr<DeviceBuffer> interleave(const bf16* gate, const bf16* up) {
+    absl::StatusOr<DeviceBuffer> out = DeviceBuffer::allocate(*backend_, staging_.bytes());
+    if (!out.ok()) return out.status();
+    const ExecContext ctx;
+    EmbeddingArgs a;
+    a.ids = ids_.as<int32_t>(), a.T = pieces_, a.vocab = pieces_, a.dim = piece_;
+    a.table = gate, a.y = staging_.as<bf16>();
+    if (absl::Status s = backend_->embedding(ctx, a); !s.ok()) return s;
+    a.table = up, a.y = staging_.as<bf16>() + pieces_ * piece_;
+    if (absl::Status s = backend_->embedding(ctx, a); !s.ok()) return s;
+    a.ids = ids_.as<int32_t>() + pieces_, a.T = a.vocab = 2 * pieces_;
+    a.table = staging_.as<bf16>(), a.y = out->as<bf16>();
+    if (absl::Status s = backend_->embedding(ctx, a); !s.ok()) return s;
+    if (absl::Status s = backend_->synchronize(ctx); !s.ok()) return s;  // staging is reused
+    return out;
+  }
+
+ private:
+  const Backend* backend_ = nullptr;
+  int64_t pieces_ = 0, piece_ = 0;
+  DeviceBuffer ids_, staging_;
+};
+
+// Replaces each layer's gate and up tensors by their interleaved gate_up tensor.
+absl::Status build_gate_up(const Backend& backend, const ModelConfig& config,
+                           const std::vector<std::pair<const bf16*, const bf16*>>& gate_and_up, DeviceWeights* out) {
+  if (config.intermediate_size % kGateUpGroup != 0) {
+    return absl::InvalidArgumentError(absl::StrCat("weights: intermediate_size ", config.intermediate_size,
+                                                   " is not a multiple of ", kGateUpGroup));
+  }
+  absl::StatusOr<GateUpInterleaver> interleaver =
+      GateUpInterleaver::make(backend, config.intermediate_size, config.hidden_size);
+  if (!interleaver.ok()) return interleaver.status();
+  for (size_t l = 0; l < out->layers.size(); ++l) {
+    const bf16* gate = gate_and_up[l].first;
+    const bf16* up = gate_and_up[l].second;
+    absl::StatusOr<DeviceBuffer> gate_up = interleaver->interleave(gate, up);
+    if (!gate_up.ok()) return gate_up.status();
+    out->layers[l].gate_up = gate_up->as<bf16>();
+    std::erase_if(out->storage, [&](const DeviceBuffer& b) { return b.as<bf16>() == gate || b.as<bf16>() == up; });
+    out->storage.push_back(*std::move(gate_up));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
 
 absl::StatusOr<DeviceWeights> build_device_weights(const Backend& backend, const ModelConfig& config,
                                                    const TensorWriter& write) {
@@ -29,6 +102,7 @@ absl::StatusOr<DeviceWeights> build_device_weights(const Backend& backend, const
   out.embed_tokens = get("model.embed_tokens.weight");
   out.final_norm = get("model.norm.weight");
   out.lm_head = config.tie_word_embeddings ? out.embed_tokens : get("lm_head.weight");
+  std::vector<std::pair<const bf16*, const bf16*>> gate_and_up;
   for (int i = 0; i < config.num_layers; ++i) {
     const std::string p = absl::StrCat("model.layers.", i, ".");
     LayerWeights l;
@@ -43,11 +117,11 @@ absl::StatusOr<DeviceWeights> build_device_weights(const Backend& backend, const
     l.v_bias = get(p + "self_attn.v_proj.bias");
     l.q_norm = get(p + "self_attn.q_norm.weight");
     l.k_norm = get(p + "self_attn.k_norm.weight");
-    l.gate_proj = get(p + "mlp.gate_proj.weight");
-    l.up_proj = get(p + "mlp.up_proj.weight");
     l.down_proj = get(p + "mlp.down_proj.weight");
+    gate_and_up.emplace_back(get(p + "mlp.gate_proj.weight"), get(p + "mlp.up_proj.weight"));
     out.layers.push_back(l);
   }
+  if (absl::Status s = build_gate_up(backend, config, gate_and_up, &out); !s.ok()) return s;
   return out;
 }
 

@@ -19,7 +19,10 @@ struct LayerWeights {
   const bf16 *q_proj = nullptr, *k_proj = nullptr, *v_proj = nullptr, *o_proj = nullptr;
   const bf16 *q_bias = nullptr, *k_bias = nullptr, *v_bias = nullptr;  // attention_bias only
   const bf16 *q_norm = nullptr, *k_norm = nullptr;                       // qk_norm only
-  const bf16 *gate_proj = nullptr, *up_proj = nullptr, *down_proj = nullptr;
+  const bf16* down_proj = nullptr;
+  // [2I, H]: mlp.gate_proj and mlp.up_proj interleaved by gate_up_weight_row (kernels/ops.h), the
+  // weight of the gate_up_silu op; the two tensors themselves are not kept.
+  const bf16* gate_up = nullptr;
 };
 
 struct DeviceWeights {
@@ -31,7 +34,8 @@ struct DeviceWeights {
 };
 
 // Allocates every tensor of expected_tensor_shapes(config) in backend memory and has `write`
-// fill it (numel bf16 values at dst, backend memory), in name order.
+// fill it (numel bf16 values at dst, backend memory), in name order; then regroups each layer's
+// gate and up projections into LayerWeights::gate_up.
 using TensorWriter = std::function<absl::Status(const std::string& name, const std::vector<int64_t>& shape,
                                                 bf16* dst, int64_t numel)>;
 absl::StatusOr<DeviceWeights> build_device_weights(const Backend& backend, const ModelConfig& config,

@@ -6,7 +6,7 @@
 //   q, k = rope(q, k, positions)
 //   kv_write(k, v) -> paged cache; o = attention(q, cache)
 //   h = rmsnorm(o_proj(o) + residual)            post_attention_layernorm
-//   x = down(silu(gate(h)) * up(h))
+//   x = down(silu(gate(h)) * up(h))              gate_up_silu (one op), down_proj
 // then h = rmsnorm(x + residual) (model.norm), the logit rows gathered (the embedding op used as a
 // row gather), logits = lm_head(rows) in fp32. Every op goes through the backend table with the
 // caller's ExecContext; nothing here depends on the backend. The mode enters only through the
@@ -71,7 +71,7 @@ absl::Status grow(const Backend& backend, DeviceBuffer* buf, size_t bytes, uint6
 // Activation buffers, sized for the largest batch seen so far and reused: no allocation in a
 // step unless the batch outgrows them.
 struct Scratch {
-  DeviceBuffer resid, normed, q, k, v, attn, delta, gate, up, act;  // per token
+  DeviceBuffer resid, normed, q, k, v, attn, delta, gate_up, act;  // per token
   DeviceBuffer gathered, logits, sampled;                           // per logit row
   DeviceBuffer meta;                                                // the batch's index arrays
 };
@@ -126,7 +126,7 @@ struct Model::Impl {
     return absl::OkStatus();
   }
   // Op kinds named by what they compute; linear kinds by projection and weight shape (N x K).
-  std::string linear_kind[8];
+  std::string linear_kind[7];
 
   bf16* k_cache(int layer) const { return kv_cache.as<bf16>() + (2 * int64_t(layer)) * kv_layer_elems(); }
   bf16* v_cache(int layer) const { return kv_cache.as<bf16>() + (2 * int64_t(layer) + 1) * kv_layer_elems(); }
@@ -163,7 +163,7 @@ absl::Status Model::Impl::reserve(int64_t tokens, int64_t rows, size_t meta_byte
   Scratch& s = scratch;
   for (auto [buf, bytes] : {std::pair{&s.resid, T * H * e}, {&s.normed, T * H * e}, {&s.q, T * q_dim * e},
                             {&s.k, T * kv_dim * e}, {&s.v, T * kv_dim * e}, {&s.attn, T * q_dim * e},
-                            {&s.delta, T * H * e}, {&s.gate, T * I * e}, {&s.up, T * I * e}, {&s.act, T * I * e},
+                            {&s.delta, T * H * e}, {&s.gate_up, 2 * T * I * e}, {&s.act, T * I * e},
                             {&s.gathered, R * H * e}, {&s.logits, R * size_t(config.vocab_size) * sizeof(float)},
                             {&s.sampled, R * sizeof(int32_t)}, {&s.meta, meta_bytes}}) {
     SAMEBITS_RETURN_IF_ERROR(grow(b, buf, bytes, &buffer_epoch));
@@ -197,8 +197,8 @@ absl::Status Model::Impl::run_layers(const ExecContext& ctx, const ForwardBatch&
     return observe(ctx, layer_now, op, y, T, cols, false, plan());
   };
   auto no_plan = [] { return std::string(); };
-  static constexpr ModelOp kLinearOps[] = {ModelOp::kQProj,    ModelOp::kKProj,  ModelOp::kVProj,   ModelOp::kOProj,
-                                           ModelOp::kGateProj, ModelOp::kUpProj, ModelOp::kDownProj};
+  static constexpr ModelOp kLinearOps[] = {ModelOp::kQProj, ModelOp::kKProj, ModelOp::kVProj, ModelOp::kOProj,
+                                           ModelOp::kGateUpSilu, ModelOp::kDownProj};
   auto linear = [&](int kind, const bf16* x, const bf16* w, const bf16* bias, int64_t N, int64_t K,
                     bf16* y) -> absl::Status {
     OpScope scope(ctx, linear_kind[kind]);
@@ -289,16 +289,16 @@ absl::Status Model::Impl::run_layers(const ExecContext& ctx, const ForwardBatch&
 
     SAMEBITS_RETURN_IF_ERROR(linear(3, attn, w.o_proj, nullptr, H, q_dim, delta));
     SAMEBITS_RETURN_IF_ERROR(rmsnorm(ModelOp::kPostNorm, delta, resid, w.post_attention_norm, T, H, normed));
-    SAMEBITS_RETURN_IF_ERROR(linear(4, normed, w.gate_proj, nullptr, I, H, s.gate.as<bf16>()));
-    SAMEBITS_RETURN_IF_ERROR(linear(5, normed, w.up_proj, nullptr, I, H, s.up.as<bf16>()));
-    SiluMulArgs act;
-    act.gate = s.gate.as<bf16>(), act.up = s.up.as<bf16>(), act.T = T, act.F = I, act.y = s.act.as<bf16>();
+    GateUpSiluArgs mlp;
+    mlp.x = normed, mlp.w = w.gate_up, mlp.M = T, mlp.F = I, mlp.K = H;
+    mlp.plan = plan_matmul(ctx.mode, T, 2 * I, H, ctx.parallel_units);
+    mlp.gate_up = s.gate_up.as<bf16>(), mlp.y = s.act.as<bf16>();
     {
-      OpScope scope(ctx, "silu_mul");
-      SAMEBITS_RETURN_IF_ERROR(b.silu_mul(ctx, act));
+      OpScope scope(ctx, linear_kind[4]);
+      SAMEBITS_RETURN_IF_ERROR(b.gate_up_silu(ctx, mlp));
     }
-    SAMEBITS_RETURN_IF_ERROR(seen(ModelOp::kSiluMul, s.act.as<bf16>(), I, no_plan));
-    SAMEBITS_RETURN_IF_ERROR(linear(6, s.act.as<bf16>(), w.down_proj, nullptr, H, I, delta));
+    SAMEBITS_RETURN_IF_ERROR(seen(ModelOp::kGateUpSilu, s.act.as<bf16>(), I, [&] { return mlp.plan.describe(); }));
+    SAMEBITS_RETURN_IF_ERROR(linear(5, s.act.as<bf16>(), w.down_proj, nullptr, H, I, delta));
   }
   layer_now = c.num_layers;
   return rmsnorm(ModelOp::kFinalNorm, delta, resid, weights.final_norm, T, H, normed);
@@ -378,10 +378,12 @@ absl::StatusOr<std::unique_ptr<Model>> Model::assemble(const Backend& backend, c
   const int64_t H = config.hidden_size, I = config.intermediate_size;
   const int64_t q_dim = int64_t(config.num_heads) * config.head_dim;
   const int64_t kv_dim = int64_t(config.num_kv_heads) * config.head_dim;
-  const std::pair<const char*, std::pair<int64_t, int64_t>> linears[8] = {
-      {"q_proj", {q_dim, H}}, {"k_proj", {kv_dim, H}},   {"v_proj", {kv_dim, H}}, {"o_proj", {H, q_dim}},
-      {"gate_proj", {I, H}},  {"up_proj", {I, H}},       {"down_proj", {H, I}},   {"lm_head", {config.vocab_size, H}}};
-  for (int i = 0; i < 8; ++i) {
+  // gate_up_silu is timed as a linear of its 2I weight rows (its silu_mul runs inside, or right after it).
+  const std::pair<const char*, std::pair<int64_t, int64_t>> linears[7] = {
+      {"q_proj", {q_dim, H}},  {"k_proj", {kv_dim, H}},  {"v_proj", {kv_dim, H}},
+      {"o_proj", {H, q_dim}},  {"gate_up+silu_mul", {2 * I, H}}, {"down_proj", {H, I}},
+      {"lm_head", {config.vocab_size, H}}};
+  for (int i = 0; i < 7; ++i) {
     m.linear_kind[i] = absl::StrCat("linear ", linears[i].first, " ", linears[i].second.first, "x", linears[i].second.second);
   }
 
@@ -559,7 +561,7 @@ absl::Status Model::Impl::enqueue_compute(const ExecContext& ctx, const ForwardB
     head.x = scratch.gathered.as<bf16>(), head.w = weights.lm_head, head.M = R, head.N = config.vocab_size;
     head.K = config.hidden_size, head.y_f32 = scratch.logits.as<float>();
     head.plan = plan_matmul(ctx.mode, R, head.N, head.K, ctx.parallel_units);
-    OpScope scope(ctx, linear_kind[7]);
+    OpScope scope(ctx, linear_kind[6]);
     SAMEBITS_RETURN_IF_ERROR(b.linear(ctx, head));
     if (observer) {
       SAMEBITS_RETURN_IF_ERROR(observe(ctx, config.num_layers, ModelOp::kLogits, head.y_f32, R, head.N, true, head.plan.describe()));
@@ -680,9 +682,7 @@ const char* model_op_name(ModelOp op) {
     case ModelOp::kOProj: return "o_proj";
     case ModelOp::kResidual: return "residual";
     case ModelOp::kPostNorm: return "post_attention_norm";
-    case ModelOp::kGateProj: return "gate_proj";
-    case ModelOp::kUpProj: return "up_proj";
-    case ModelOp::kSiluMul: return "silu_mul";
+    case ModelOp::kGateUpSilu: return "gate_up_silu";
     case ModelOp::kDownProj: return "down_proj";
     case ModelOp::kFinalNorm: return "final_norm";
     case ModelOp::kLogits: return "logits";

@@ -28,9 +28,7 @@ enum class ModelOp : uint8_t {
   kOProj,
   kResidual,     // residual stream after the attention block is added
   kPostNorm,
-  kGateProj,
-  kUpProj,
-  kSiluMul,
+  kGateUpSilu,   // silu(gate) * up, [rows, intermediate_size]: gate and up are one op
   kDownProj,
   kFinalNorm,    // layer = num_layers
   kLogits,       // layer = num_layers; one row per logit row of the batch, fp32

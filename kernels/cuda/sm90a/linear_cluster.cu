@@ -227,7 +227,8 @@ absl::Status launch(const LinearParams& p, cudaStream_t stream) {
   SAMEBITS_RETURN_IF_ERROR(make_tma_map(&map_a, p.x, p.M, p.K, T::kARows));
   SAMEBITS_RETURN_IF_ERROR(make_tma_map(&map_b, p.w, p.N, p.K, T::kBRows));
   // Staged output: bf16 y whose rows the copy engine can address (16-byte aligned, N % 8 == 0).
-  const int store_by_tma = OUT > 0 && p.y_f32 == nullptr && p.N % 8 == 0 &&
+  // The fused gate/up output (half the columns, paired in registers) is stored directly.
+  const int store_by_tma = OUT > 0 && p.y_f32 == nullptr && !p.gate_up && p.N % 8 == 0 &&
                            (reinterpret_cast<uintptr_t>(p.y) & 15) == 0;
   if (store_by_tma) SAMEBITS_RETURN_IF_ERROR(make_tma_map(&map_y, p.y, p.M, p.N, 64));
   const int64_t tiles = ceil_div64(p.M, kBM * CM) * ceil_div64(p.N, BN * CN);

@@ -106,12 +106,13 @@ __global__ void __launch_bounds__(WG * 128, 1) wgmma_linear_kernel(LinearParams 
 
   const int row0 = m0 + wg * 64 + warp * 16 + (lane >> 2);
 #pragma unroll
-  for (int j = 0; j < kBN / 8; ++j) {
+  for (int j = 0; j < kBN / 8; j += 2) {  // column groups j and j + 1: a gate/up pair when fused
     const int col = n0 + j * 8 + (lane & 3) * 2;
-    store_output(p, row0, col, d[4 * j + 0]);
-    store_output(p, row0, col + 1, d[4 * j + 1]);
-    store_output(p, row0 + 8, col, d[4 * j + 2]);
-    store_output(p, row0 + 8, col + 1, d[4 * j + 3]);
+#pragma unroll
+    for (int e = 0; e < 2; ++e) {
+      store_output_pair8(p, row0, col + e, d[4 * j + e], d[4 * j + 4 + e]);
+      store_output_pair8(p, row0 + 8, col + e, d[4 * j + 2 + e], d[4 * j + 6 + e]);
+    }
   }
 #endif
 }
