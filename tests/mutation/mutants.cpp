@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "kernels/fixed_math.h"
+#include "kernels/gate_up_silu.h"
 #include "kernels/plan.h"
 
 namespace samebits::testing {
@@ -166,6 +167,11 @@ absl::Status mutant_linear(const ExecContext& ctx, const LinearArgs& a) {
   }
 }
 
+// The MLP's gate_up_silu by its parts, its linear through the mutant (the real silu_mul after it).
+absl::Status mutant_gate_up_silu(const ExecContext& ctx, const GateUpSiluArgs& a) {
+  return gate_up_silu_by_parts(mutant_linear, state().real->silu_mul, ctx, a);
+}
+
 absl::Status mutant_rmsnorm(const ExecContext& ctx, const RmsNormArgs& a) {
   RmsNormArgs m = a;
   if (state().blind) m.plan = RowReducePlan{};
@@ -269,6 +275,7 @@ const Backend& mutant_backend(const Backend& real, VarianceSource source) {
   s.table = real;
   s.table.description = real.description + " [mutant]";
   s.table.linear = mutant_linear;
+  s.table.gate_up_silu = mutant_gate_up_silu;
   s.table.rmsnorm = mutant_rmsnorm;
   s.table.attention = mutant_attention;
   s.table.sample = mutant_sample;

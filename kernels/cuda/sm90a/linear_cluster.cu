@@ -98,6 +98,39 @@ __device__ __forceinline__ void store_tile_by_tma(const LinearParams& p, const C
   }
 }
 
+// The fused gate/up epilogue (LinearParams.gate_up) through the same boxes: the 64 x BN tile holds
+// BN / 2 output columns (col0 / 2 on); input box b's gate/up column groups (j, j + 1) give output
+// chunk 4 (b % 2) + j / 2, so two input boxes fill one output box (the values of store_gate_up).
+template <int BN>
+__device__ __forceinline__ void store_gate_up_tile_by_tma(const LinearParams& p, const CUtensorMap* map_y,
+                                                          const float (&d)[BN / 2], int row0, int col0, uint32_t boxes,
+                                                          int c, int& box) {
+  const int lane = threadIdx.x & 31, warp = (threadIdx.x / 32) % 4, leader = (threadIdx.x % 128) == 0;
+  static_assert(BN % 128 == 0, "two input boxes per output box");
+#pragma unroll
+  for (int ob = 0; ob < BN / 128; ++ob, ++box) {
+    const uint32_t buf = boxes + uint32_t(box & 1) * kOutBox;
+#pragma unroll
+    for (int jo = 0; jo < 8; ++jo) {
+      const int g = 2 * (8 * ob + jo);  // the gate column group; up is g + 1
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const bf16 v0 = silu_mul_value(round_bf16(d[4 * g + 2 * h]), round_bf16(d[4 * g + 4 + 2 * h]));
+        const bf16 v1 = silu_mul_value(round_bf16(d[4 * g + 2 * h + 1]), round_bf16(d[4 * g + 4 + 2 * h + 1]));
+        const int row = warp * 16 + (lane >> 2) + 8 * h;
+        const uint32_t at = buf + uint32_t(row * 128 + ((jo ^ (row & 7)) << 4) + (lane & 3) * 4);
+        const uint32_t packed = uint32_t(v0.bits) | (uint32_t(v1.bits) << 16);
+        asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(at), "r"(packed) : "memory");
+      }
+    }
+    fence_proxy_async();
+    if (leader) tma_store_wait_read<0>();
+    named_barrier_sync(1 + c, 128);
+    const int out_col = col0 / 2 + ob * 64;
+    if (leader && row0 < p.M && out_col < p.N / 2) tma_store_2d(map_y, buf, out_col, row0);
+  }
+}
+
 #endif
 
 template <int BN, int CM, int CN, int STAGES, int LAG, int OUT, bool REVERSE_K>
@@ -183,7 +216,14 @@ __global__ void __launch_bounds__(3 * 128, 1)
       wgmma_tile<BN, STAGES, LAG>(d, KT, it, base, T::kStage, c * 64 * kBK * 2, T::kABytes, full, release);
       if constexpr (OUT > 0) {
         if (store_by_tma) {
-          store_tile_by_tma<BN>(p, &map_y, d, m0 + c * 64, n0, out_boxes + uint32_t(c * OUT * kOutBox), c, box);
+          const uint32_t boxes = out_boxes + uint32_t(c * OUT * kOutBox);
+          if constexpr (BN % 128 == 0) {
+            if (p.gate_up) {
+              store_gate_up_tile_by_tma<BN>(p, &map_y, d, m0 + c * 64, n0, boxes, c, box);
+              continue;
+            }
+          }
+          store_tile_by_tma<BN>(p, &map_y, d, m0 + c * 64, n0, boxes, c, box);
           continue;
         }
       }
@@ -227,10 +267,12 @@ absl::Status launch(const LinearParams& p, cudaStream_t stream) {
   SAMEBITS_RETURN_IF_ERROR(make_tma_map(&map_a, p.x, p.M, p.K, T::kARows));
   SAMEBITS_RETURN_IF_ERROR(make_tma_map(&map_b, p.w, p.N, p.K, T::kBRows));
   // Staged output: bf16 y whose rows the copy engine can address (16-byte aligned, N % 8 == 0).
-  // The fused gate/up output (half the columns, paired in registers) is stored directly.
-  const int store_by_tma = OUT > 0 && p.y_f32 == nullptr && !p.gate_up && p.N % 8 == 0 &&
+  // The fused gate/up output ([M, N / 2]) through the boxes where the tile width is a multiple of
+  // 128 (two input boxes per output box), else stored directly.
+  const int out_n = p.gate_up ? p.N / 2 : p.N;
+  const int store_by_tma = OUT > 0 && p.y_f32 == nullptr && (!p.gate_up || BN % 128 == 0) && out_n % 8 == 0 &&
                            (reinterpret_cast<uintptr_t>(p.y) & 15) == 0;
-  if (store_by_tma) SAMEBITS_RETURN_IF_ERROR(make_tma_map(&map_y, p.y, p.M, p.N, 64));
+  if (store_by_tma) SAMEBITS_RETURN_IF_ERROR(make_tma_map(&map_y, p.y, p.M, out_n, 64));
   const int64_t tiles = ceil_div64(p.M, kBM * CM) * ceil_div64(p.N, BN * CN);
   config.gridDim = dim3(unsigned(std::min<int64_t>(tiles, max_clusters) * T::kCtas));
   SAMEBITS_CUDA_TRY(cudaLaunchKernelEx(&config, kernel, map_a, map_b, map_y, p, store_by_tma));
