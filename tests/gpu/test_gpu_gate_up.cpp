@@ -1,6 +1,6 @@
-// gate_up_silu on the GPU. Invariant mode (the fused epilogue of the invariant linear) bitwise equal
-// to today's three ops (linear on gate, linear on up, silu_mul) at every M bucket of the automatic
-// choice and under every forced tile configuration; a row alone == the row inside a batch; the
+// gate_up_silu on the GPU. Invariant mode (fused into the invariant linear at small M, by parts
+// above) bitwise equal to today's three ops (linear on gate, linear on up, silu_mul) at every M
+// bucket of the automatic choice, and fused under every forced tile configuration; a row alone == the row inside a batch; the
 // inverse: the planted K-order kernel with the same epilogue must be SEEN to differ. Both modes
 // against the CPU backend (NMSE), guard memory.
 #include <gtest/gtest.h>
