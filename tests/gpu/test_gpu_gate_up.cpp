@@ -63,6 +63,7 @@ std::vector<bf16> one_op(const Backend& backend, Mode mode, const MlpShape& s, c
 #if defined(SAMEBITS_HAVE_CUDA)
   st = config == kBackendChoice ? backend.gate_up_silu(ctx, a) : cuda_gate_up_silu_invariant(ctx, a, config);
 #else
+  (void)config;
   st = backend.gate_up_silu(ctx, a);
 #endif
   EXPECT_TRUE(st.ok()) << st;
