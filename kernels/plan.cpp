@@ -68,12 +68,20 @@ AttentionPlan plan_attention(Mode mode, int num_seqs, int num_kv_heads, int64_t 
     plan.separate_new_keys = false;
     return plan;
   }
-  // FlashDecoding-style: enough splits to fill the machine, each of at least 32 keys.
+  // FlashDecoding-style: enough (sequence, kv head, split) items to give every parallel unit
+  // kDefaultSplitItemsPerUnit of them, each split of at least kDefaultMinSplitKeys keys. Counted
+  // per unit, not one per unit: a split is one warp of the CUDA decode kernel, and an SM holds
+  // eight of them at head_dim 128; one per SM left 7/8 of the machine idle at batch 4-64.
   plan.kind = AttentionPlan::Kind::kSplitCount;
-  int64_t work = std::max<int64_t>(1, int64_t(num_seqs) * num_kv_heads);
-  int64_t want = std::max<int64_t>(1, parallel_units / work);
-  int64_t max_splits = std::max<int64_t>(1, ceil_div(max_context, 32));
-  plan.split_count = int(std::min(want, max_splits));
+  const int64_t work = std::max<int64_t>(1, int64_t(num_seqs) * num_kv_heads);
+  const int64_t want = ceil_div(int64_t(kDefaultSplitItemsPerUnit) * std::max(1, parallel_units), work);
+  const int64_t max_splits = std::max<int64_t>(1, ceil_div(max_context, kDefaultMinSplitKeys));
+  int64_t count = std::min(want, max_splits);
+  // split_range rounds splits of more than kSplitAlignKeys keys up to its multiples: count only the
+  // splits the longest context then fills (no empty trailing split, no idle warp).
+  const int64_t chunk = ceil_div(max_context, count);
+  if (chunk > kSplitAlignKeys) count = ceil_div(max_context, ceil_div(chunk, kSplitAlignKeys) * kSplitAlignKeys);
+  plan.split_count = int(count);
   plan.separate_new_keys = true;
   return plan;
 }
@@ -91,6 +99,9 @@ KeyRange split_range(const AttentionPlan& plan, int64_t visible, int index) {
   }
   int n = num_splits(plan, visible);
   int64_t chunk = ceil_div(visible, n);
+  // Splits longer than a sub-block start on sub-block boundaries (kSplitAlignKeys), so that no
+  // sub-block of keys is read by two splits; trailing splits may then be empty.
+  if (chunk > kSplitAlignKeys) chunk = ceil_div(chunk, kSplitAlignKeys) * kSplitAlignKeys;
   int64_t b = std::min<int64_t>(visible, int64_t(index) * chunk);
   return {b, std::min<int64_t>(visible, b + chunk)};
 }

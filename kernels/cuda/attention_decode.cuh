@@ -36,6 +36,21 @@
 
 namespace samebits::cuda {
 
+// Programmatic dependent launch (sm_90): the decode kernels let the merge kernel's blocks start
+// once each of their own blocks has started (dependents_may_launch), and the merge kernel waits
+// for the decode grid's completion and memory (grid_dependency_wait) before reading partials.
+// Without the launch attribute (attention.cu) the wait returns at once: stream order holds.
+__device__ __forceinline__ void dependents_may_launch() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;\n" ::);
+#endif
+}
+__device__ __forceinline__ void grid_dependency_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;\n" ::: "memory");
+#endif
+}
+
 constexpr int kHalfKeys = kAttnKeys / 2;  // keys per ring item
 // Ring depth in items. Measured on the H200 (bench decode-burst, decode batch 256): 2 and 3 alike,
 // 4 (six warps per SM instead of eight) 30-40% slower.
@@ -124,6 +139,7 @@ __global__ void __launch_bounds__(32 * kWarps) attention_decode_kernel(AttnParam
   const uint32_t q_s = smem_addr(smem) + warp * L::kBytes;
   const uint32_t buffers = q_s + L::kQBytes;
   const int g = blockIdx.y * kWarps + warp, s = blockIdx.z;
+  dependents_may_launch();
   const bool reporter = blockIdx.x == 0 && g == 0 && lane == 0;
   if (reporter && s == 0) attention_report_bad_ends(P);
   if (!attention_sequence_ok(P, s, reporter)) return;
@@ -307,10 +323,16 @@ __global__ void __launch_bounds__(32 * kWarps) attention_decode_kernel(AttnParam
 }
 
 // One warp per row of a small tile with several segments: the fold of attention_kernel.cuh over
-// the stored partials in segment order. The next segment's values are loaded before the current
-// one is folded, so the loads of a long row overlap.
+// the stored partials in segment order. The partials of kMergeBatch segments are loaded before any
+// of them is folded: a row of 32-128 segments (long contexts, small batches) waited one load
+// latency per segment with a single segment loaded ahead. Launched as a programmatic dependent of
+// the decode kernel (attention.cu): its blocks start while the decode kernel's last ones run and
+// wait here until the partials are complete and visible.
+constexpr int kMergeBatch = 16;
+
 template <int HD>
 __global__ void attention_decode_merge_kernel(AttnParams P, DecodeGrid grid) {
+  grid_dependency_wait();
   const int g = blockIdx.x, s = blockIdx.y;
   const int r = threadIdx.x >> 5, lane = threadIdx.x & 31;
   if (!attention_sequence_ok(P, s, false)) return;
@@ -326,30 +348,30 @@ __global__ void attention_decode_merge_kernel(AttnParams P, DecodeGrid grid) {
   constexpr int PER = HD / 32;
   const int64_t stride = int64_t(grid.partial_rows) * (HD + 2);
   const float* src = P.partials + decode_partial_offset<HD>(P, grid, s, g, 0, r);
-  float ot[PER], cur[PER], nxt[PER];
+  float ot[PER];
   float tot_m = 0.0f, tot_l = 0.0f;
   bool has_total = false;
+  for (int c0 = 0; c0 < nseg; c0 += kMergeBatch) {
+    float v[kMergeBatch][PER], pm[kMergeBatch], pl[kMergeBatch];
 #pragma unroll
-  for (int i = 0; i < PER; ++i) cur[i] = src[lane + 32 * i];
-  float cur_m = src[HD], cur_l = src[HD + 1];
-  for (int c = 0; c < nseg; ++c) {
-    const float* next_src = src + stride * (c + 1 < nseg ? c + 1 : c);
-    float nxt_m = next_src[HD], nxt_l = next_src[HD + 1];
+    for (int j = 0; j < kMergeBatch; ++j) {
+      const float* p = src + stride * min(c0 + j, nseg - 1);  // past the last: a repeat, not folded
+      pm[j] = p[HD];
+      pl[j] = p[HD + 1];
 #pragma unroll
-    for (int i = 0; i < PER; ++i) nxt[i] = next_src[lane + 32 * i];
-    if (cur_l != 0.0f) {
+      for (int i = 0; i < PER; ++i) v[j][i] = p[lane + 32 * i];
+    }
+#pragma unroll
+    for (int j = 0; j < kMergeBatch; ++j) {
+      if (c0 + j >= nseg || pl[j] == 0.0f) continue;
       float new_m, a, b;
-      fold_scales(has_total, tot_m, cur_m, &new_m, &a, &b);
+      fold_scales(has_total, tot_m, pm[j], &new_m, &a, &b);
 #pragma unroll
-      for (int i = 0; i < PER; ++i) ot[i] = fold_value(has_total, ot[i], a, cur[i], b);
-      tot_l = fold_value(has_total, tot_l, a, cur_l, b);
+      for (int i = 0; i < PER; ++i) ot[i] = fold_value(has_total, ot[i], a, v[j][i], b);
+      tot_l = fold_value(has_total, tot_l, a, pl[j], b);
       tot_m = new_m;
       has_total = true;
     }
-#pragma unroll
-    for (int i = 0; i < PER; ++i) cur[i] = nxt[i];
-    cur_m = nxt_m;
-    cur_l = nxt_l;
   }
   if (!has_total) return;
   const int row = row0 + r;

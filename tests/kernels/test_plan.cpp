@@ -2,6 +2,8 @@
 // parts and attention key splits cover their ranges exactly, without overlap.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <set>
 #include <string>
 
@@ -101,6 +103,58 @@ TEST(PlanAttention, SplitsCoverVisibleKeysExactly) {
       p.kind = AttentionPlan::Kind::kSplitCount;
       p.split_count = count;
       expect_exact_cover(p, visible);
+    }
+  }
+}
+
+// Default mode counts (sequence, kv head, split) items per parallel unit, not one per unit: batch
+// 16 x 8 kv heads on 132 units wants ceil(8 * 132 / 128) = 9 splits, not 1; the count is then
+// that of the splits of sub-block multiples that the longest context fills.
+TEST(PlanAttention, DefaultSplitCountFillsUnitsByItems) {
+  EXPECT_EQ(plan_attention(Mode::kDefault, 16, 8, 8192, 132).split_count, 9);
+  EXPECT_EQ(plan_attention(Mode::kDefault, 64, 8, 8192, 132).split_count, 3);
+  EXPECT_EQ(plan_attention(Mode::kDefault, 256, 8, 8192, 132).split_count, 1);
+  EXPECT_EQ(plan_attention(Mode::kDefault, 4, 8, 8192, 132).split_count, 32);    // 33 wanted: 256 keys each
+  EXPECT_EQ(plan_attention(Mode::kDefault, 1, 8, 32768, 132).split_count, 128);  // 132 wanted: 256 keys each
+  // Capped by splits of kDefaultMinSplitKeys keys: 2048 keys give at most 32.
+  EXPECT_EQ(plan_attention(Mode::kDefault, 1, 8, 2048, 132).split_count, 32);
+  for (int seqs : {1, 2, 4, 16, 64, 256, 1000}) {
+    for (int64_t ctx : {1, 63, 64, 65, 1000, 2048, 2049, 8192}) {
+      for (int units : {1, 132}) {
+        const AttentionPlan p = plan_attention(Mode::kDefault, seqs, 8, ctx, units);
+        const int64_t work = int64_t(seqs) * 8;
+        const int64_t want = (int64_t(kDefaultSplitItemsPerUnit) * units + work - 1) / work;
+        const int64_t cap = std::max<int64_t>(1, (ctx + kDefaultMinSplitKeys - 1) / kDefaultMinSplitKeys);
+        ASSERT_GE(p.split_count, 1);
+        ASSERT_LE(p.split_count, std::min(want, cap)) << seqs << " x " << ctx;
+        ASSERT_GT(2 * p.split_count, std::min(want, cap)) << seqs << " x " << ctx;  // rounding at most halves it
+        for (int i = 0; i < num_splits(p, ctx); ++i) {
+          const KeyRange r = split_range(p, ctx, i);
+          ASSERT_LT(r.begin, r.end) << seqs << " x " << ctx << ": split " << i << " of the longest context is empty";
+        }
+      }
+    }
+  }
+}
+
+// Split-count splits longer than kSplitAlignKeys start on multiples of it (no sub-block of keys
+// read by two splits); shorter ones are the plain equal parts.
+TEST(PlanAttention, SplitCountSplitsStartOnSubBlocks) {
+  for (int64_t visible : {1, 64, 65, 129, 2048, 2049, 8191}) {
+    for (int count : {1, 2, 3, 7, 9, 32, 132}) {
+      AttentionPlan p;
+      p.kind = AttentionPlan::Kind::kSplitCount;
+      p.split_count = count;
+      const int n = num_splits(p, visible);
+      const int64_t equal = (visible + n - 1) / n;
+      for (int i = 0; i < n; ++i) {
+        const KeyRange r = split_range(p, visible, i);
+        if (equal > kSplitAlignKeys) {
+          EXPECT_EQ(r.begin % kSplitAlignKeys, 0) << visible << " keys, " << count << " splits, split " << i;
+        } else {
+          EXPECT_EQ(r.begin, std::min<int64_t>(visible, i * equal)) << visible << " keys, " << count << " splits";
+        }
+      }
     }
   }
 }
