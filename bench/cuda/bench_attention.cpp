@@ -7,7 +7,14 @@
 // decode-graph: the small batches again, timed as replays of a CUDA graph of the calls (device
 // time without each call's host work, as the engine's captured steps see it); decode-kernel,
 // decode-kernel-wide, decode-64row: the decode routes forced (AttentionRoute);
+// decode-split=64|128: invariant mode with another fixed split size (prefill-split= likewise);
+// decode-items=4|16: default mode planned for that many items per unit instead of 8;
+// decode-plain-merge: the merge kernel launched plainly (cuda_attention_set_merge_overlap(false));
 // floor = the K and V bytes read once at the measured copy bandwidth (frac_bw = floor / time).
+// Mixed: one prefill chunk of 512 or 2048 tokens (over as many cached keys) and 16 or 64 decodes
+// of 2048 or 8192 keys in one call, as the engine issues a step (mixed-graph: launches sized from
+// the shapes, graph replays); frac = the larger of the copy floor (every sequence's K and V bytes)
+// and the tensor-core floor (QK^T and PV of every query) / time, both also printed.
 // Prefill: one chunk of 64..4096 tokens over an empty cache (causal); floor = the QK^T and PV multiply-adds at the dense bf16
 // tensor-core rate (989 TFLOP/s datasheet; frac_tc = floor / time). Time per call from CUDA events
 // over a batch of calls; the host part of each call (launch sizing from the host mirrors) is
@@ -125,6 +132,8 @@ struct How {
   AttentionRoute route = AttentionRoute::kAuto;
   bool mirrors = true;
   int split_size = 0;
+  int units = kDefaultParallelUnits;  // the planner's parallel units (default mode's split count)
+  bool merge_overlap = true;          // cuda_attention_set_merge_overlap
 };
 
 // Times attention over batch b. Counters: us; GBs and frac_bw (the K and V bytes of every
@@ -156,7 +165,7 @@ void measure(benchmark::State& state, Mode mode, Batch& batch, int hd, const How
   a.block_size = kBlock;
   a.num_blocks = b->num_blocks;
   a.scale = float(1.0 / std::sqrt(double(hd)));
-  a.plan = plan_attention(mode, seqs, kHkv, b->max_context, kDefaultParallelUnits);
+  a.plan = plan_attention(mode, seqs, kHkv, b->max_context, how.units);
   if (how.split_size > 0) {
     a.plan = plan_attention(Mode::kInvariant, seqs, kHkv, b->max_context, kDefaultParallelUnits);
     a.plan.split_size = how.split_size;
@@ -173,6 +182,7 @@ void measure(benchmark::State& state, Mode mode, Batch& batch, int hd, const How
     on.stream = stream;
     failed = failed || !attend(on).ok();
   };
+  cuda_attention_set_merge_overlap(how.merge_overlap);
   const int reps = reps_for(call, 3e-3);
   double total = 0;
   int n = 0;
@@ -180,12 +190,14 @@ void measure(benchmark::State& state, Mode mode, Batch& batch, int hd, const How
     const double t = how.graph ? time_per_call_graph(call_on, reps) : time_per_call(call, reps);
     if (t <= 0 || failed) {
       state.SkipWithError("attention failed");
+      cuda_attention_set_merge_overlap(true);
       return;
     }
     state.SetIterationTime(t);
     total += t;
     ++n;
   }
+  cuda_attention_set_merge_overlap(true);
   const double t = total / std::max(1, n);
   state.counters["us"] = t * 1e6;
   double keys = 0, pairs = 0;
@@ -209,7 +221,8 @@ void measure(benchmark::State& state, Mode mode, Batch& batch, int hd, const How
 
 // seqs sequences of `context` keys, the last q_len computed now (burst: make_batch).
 void run(benchmark::State& state, Mode mode, int seqs, int64_t context, int64_t q_len, int hd, bool graph = false,
-         AttentionRoute route = AttentionRoute::kAuto, Burst burst = Burst::kNone, int split_size = 0) {
+         AttentionRoute route = AttentionRoute::kAuto, Burst burst = Burst::kNone, int split_size = 0,
+         int units = kDefaultParallelUnits, bool merge_overlap = true) {
   if (gpu() == nullptr) {
     state.SkipWithError("no CUDA device");
     return;
@@ -220,6 +233,8 @@ void run(benchmark::State& state, Mode mode, int seqs, int64_t context, int64_t 
   how.route = route;
   how.mirrors = burst == Burst::kNone || burst == Burst::kMirrors;
   how.split_size = split_size;
+  how.units = units;
+  how.merge_overlap = merge_overlap;
   measure(state, mode, *b, hd, how);
   free_batch(*b);
 }
@@ -351,6 +366,39 @@ int main(int argc, char** argv) {
           ->UseManualTime()
           ->Iterations(5)
           ->Unit(benchmark::kMicrosecond);
+    }
+  }
+  // Default mode planned for other items per unit than kDefaultSplitItemsPerUnit (8): the units
+  // scaled by items / 8.
+  for (int items : {4, 16}) {
+    for (int seqs : {1, 4, 16, 64}) {
+      for (int64_t context : {2048, 8192}) {
+        benchmark::RegisterBenchmark(
+            absl::StrCat("decode-items=", items, "/default/batch=", seqs, "/context=", context).c_str(),
+            [=](benchmark::State& st) {
+              run(st, Mode::kDefault, seqs, context, 1, 128, false, AttentionRoute::kAuto, Burst::kNone, 0,
+                  kDefaultParallelUnits * items / kDefaultSplitItemsPerUnit);
+            })
+            ->UseManualTime()
+            ->Iterations(5)
+            ->Unit(benchmark::kMicrosecond);
+      }
+    }
+  }
+  // The merge kernel launched plainly after the decode kernel (not as its programmatic dependent).
+  for (Mode mode : {Mode::kInvariant, Mode::kDefault}) {
+    for (int seqs : {1, 4, 16}) {
+      for (int64_t context : {2048, 8192, 32768}) {
+        benchmark::RegisterBenchmark(
+            absl::StrCat("decode-plain-merge/", mode_name(mode), "/batch=", seqs, "/context=", context).c_str(),
+            [=](benchmark::State& st) {
+              run(st, mode, seqs, context, 1, 128, false, AttentionRoute::kAuto, Burst::kNone, 0,
+                  kDefaultParallelUnits, false);
+            })
+            ->UseManualTime()
+            ->Iterations(5)
+            ->Unit(benchmark::kMicrosecond);
+      }
     }
   }
   benchmark::Initialize(&argc, argv);

@@ -191,8 +191,15 @@ absl::Status launch_chain(const AttnParams& params, const Extents& e, cudaStream
 // The merge of the decode partials, a programmatic dependent of the decode kernel launched just
 // before it (attention_decode.cuh): its launch overlaps the decode kernel's last blocks instead of
 // following their completion (a few microseconds per call at small batches). Speed only.
+bool merge_overlap = true;  // cuda_attention_set_merge_overlap
+
 template <int HD>
 absl::Status launch_merge(const AttnParams& params, const DecodeGrid& grid, cudaStream_t stream) {
+  if (!merge_overlap) {
+    const dim3 blocks(unsigned(params.num_kv_heads), unsigned(params.num_seqs));
+    cuda::attention_decode_merge_kernel<HD><<<blocks, 32 * grid.partial_rows, 0, stream>>>(params, grid);
+    return cuda::check_launch("attention_decode_merge_kernel");
+  }
   cudaLaunchAttribute attr[1];
   attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
   attr[0].val.programmaticStreamSerializationAllowed = 1;
@@ -246,6 +253,8 @@ absl::Status launch(const AttnParams& base, const Extents& e, AttentionRoute rou
 }
 
 }  // namespace
+
+void cuda_attention_set_merge_overlap(bool on) { merge_overlap = on; }
 
 absl::Status cuda_attention(const ExecContext& ctx, const AttentionArgs& a) {
   return cuda_attention_routed(ctx, a, AttentionRoute::kAuto);

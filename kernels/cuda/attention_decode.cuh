@@ -322,12 +322,15 @@ __global__ void __launch_bounds__(32 * kWarps) attention_decode_kernel(AttnParam
   cp_async_wait<0>();  // nothing in flight when the warp leaves
 }
 
-// One warp per row of a small tile with several segments: the fold of attention_kernel.cuh over
-// the stored partials in segment order. The partials of kMergeBatch segments are loaded before any
-// of them is folded: a row of 32-128 segments (long contexts, small batches) waited one load
-// latency per segment with a single segment loaded ahead. Launched as a programmatic dependent of
-// the decode kernel (attention.cu): its blocks start while the decode kernel's last ones run and
-// wait here until the partials are complete and visible.
+// One warp per row of a small tile with several segments: the fold of attention_kernel.cuh
+// (fold_scales, fold_value) over the stored partials in segment order, kMergeBatch segments at a
+// time: their partials are loaded first, then the running maximum through them (a chain of
+// maxima only), then their scales a = exp(M - M'), b = exp(m - M') (independent of each other,
+// fixed_expf_select: no branches), then the folds. The same operations on the same values as one
+// fold_scales + fold_value per segment, so the same bits; a row of 32-128 segments (long
+// contexts, small batches) no longer waits two serial exponentials and a load per segment.
+// Launched as a programmatic dependent of the decode kernel (attention.cu): its blocks may start
+// while the decode kernel's last ones run, and wait here until the partials are complete.
 constexpr int kMergeBatch = 16;
 
 template <int HD>
@@ -349,6 +352,8 @@ __global__ void attention_decode_merge_kernel(AttnParams P, DecodeGrid grid) {
   const int64_t stride = int64_t(grid.partial_rows) * (HD + 2);
   const float* src = P.partials + decode_partial_offset<HD>(P, grid, s, g, 0, r);
   float ot[PER];
+#pragma unroll
+  for (int i = 0; i < PER; ++i) ot[i] = 0.0f;
   float tot_m = 0.0f, tot_l = 0.0f;
   bool has_total = false;
   for (int c0 = 0; c0 < nseg; c0 += kMergeBatch) {
@@ -361,16 +366,34 @@ __global__ void attention_decode_merge_kernel(AttnParams P, DecodeGrid grid) {
 #pragma unroll
       for (int i = 0; i < PER; ++i) v[j][i] = p[lane + 32 * i];
     }
+    // take: the segment is folded (it exists and is not empty, l != 0); had: a total existed before
+    // it (else it is taken as is: fold_scales' a = 0, b = 1 case, fold_value returns it).
+    float a[kMergeBatch], b[kMergeBatch];
+    bool take[kMergeBatch], had[kMergeBatch];
 #pragma unroll
     for (int j = 0; j < kMergeBatch; ++j) {
-      if (c0 + j >= nseg || pl[j] == 0.0f) continue;
-      float new_m, a, b;
-      fold_scales(has_total, tot_m, pm[j], &new_m, &a, &b);
+      take[j] = c0 + j < nseg && pl[j] != 0.0f;
+      had[j] = has_total;
+      const float new_m = has_total ? fmaxf(tot_m, pm[j]) : pm[j];
+      a[j] = tot_m - new_m;  // exponents now, scales below
+      b[j] = pm[j] - new_m;
+      tot_m = take[j] ? new_m : tot_m;
+      has_total = has_total || take[j];
+    }
 #pragma unroll
-      for (int i = 0; i < PER; ++i) ot[i] = fold_value(has_total, ot[i], a, v[j][i], b);
-      tot_l = fold_value(has_total, tot_l, a, pl[j], b);
-      tot_m = new_m;
-      has_total = true;
+    for (int j = 0; j < kMergeBatch; ++j) {
+      a[j] = fixed_expf_select(a[j]);
+      b[j] = fixed_expf_select(b[j]);
+    }
+#pragma unroll
+    for (int j = 0; j < kMergeBatch; ++j) {
+#pragma unroll
+      for (int i = 0; i < PER; ++i) {
+        const float folded = fold_value(had[j], ot[i], a[j], v[j][i], b[j]);
+        ot[i] = take[j] ? folded : ot[i];
+      }
+      const float folded_l = fold_value(had[j], tot_l, a[j], pl[j], b[j]);
+      tot_l = take[j] ? folded_l : tot_l;
     }
   }
   if (!has_total) return;

@@ -186,7 +186,7 @@ TEST(GpuAttention, DefaultModeDiffersWithBatchAndChunking) {
   for (const AttnShapeG& shape : shapes()) {
     const SeqG seq = make_seq_g(shape, kLen, 11);
     // Decode alone (one split per 64 keys) vs inside 255 others (a few splits: the default plan
-    // wants 8 items per unit, so 64 sequences of 1-2 kv heads still split 9-17 ways).
+    // wants 8 items per unit, so 64 sequences of 1-2 kv heads still split 8-16 ways).
     int batch_differs = 0;
     for (int64_t p : {200, 300, 400, 559}) {
       auto alone = target_in_batch(*gpu, shape, seq, p, 1, 0, 0, Mode::kDefault, 5);

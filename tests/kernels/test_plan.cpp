@@ -108,11 +108,11 @@ TEST(PlanAttention, SplitsCoverVisibleKeysExactly) {
 }
 
 // Default mode counts (sequence, kv head, split) items per parallel unit, not one per unit: batch
-// 16 x 8 kv heads on 132 units wants ceil(8 * 132 / 128) = 9 splits, not 1; the count is then
-// that of the splits of sub-block multiples that the longest context fills.
+// 16 x 8 kv heads on 132 units wants 8 * 132 / 128 = 8 splits (rounded down: one wave), not 1;
+// the count is then that of the splits of sub-block multiples that the longest context fills.
 TEST(PlanAttention, DefaultSplitCountFillsUnitsByItems) {
-  EXPECT_EQ(plan_attention(Mode::kDefault, 16, 8, 8192, 132).split_count, 9);
-  EXPECT_EQ(plan_attention(Mode::kDefault, 64, 8, 8192, 132).split_count, 3);
+  EXPECT_EQ(plan_attention(Mode::kDefault, 16, 8, 8192, 132).split_count, 8);
+  EXPECT_EQ(plan_attention(Mode::kDefault, 64, 8, 8192, 132).split_count, 2);
   EXPECT_EQ(plan_attention(Mode::kDefault, 256, 8, 8192, 132).split_count, 1);
   EXPECT_EQ(plan_attention(Mode::kDefault, 4, 8, 8192, 132).split_count, 32);    // 33 wanted: 256 keys each
   EXPECT_EQ(plan_attention(Mode::kDefault, 1, 8, 32768, 132).split_count, 128);  // 132 wanted: 256 keys each
@@ -123,7 +123,7 @@ TEST(PlanAttention, DefaultSplitCountFillsUnitsByItems) {
       for (int units : {1, 132}) {
         const AttentionPlan p = plan_attention(Mode::kDefault, seqs, 8, ctx, units);
         const int64_t work = int64_t(seqs) * 8;
-        const int64_t want = (int64_t(kDefaultSplitItemsPerUnit) * units + work - 1) / work;
+        const int64_t want = std::max<int64_t>(1, int64_t(kDefaultSplitItemsPerUnit) * units / work);
         const int64_t cap = std::max<int64_t>(1, (ctx + kDefaultMinSplitKeys - 1) / kDefaultMinSplitKeys);
         ASSERT_GE(p.split_count, 1);
         ASSERT_LE(p.split_count, std::min(want, cap)) << seqs << " x " << ctx;
@@ -149,6 +149,7 @@ TEST(PlanAttention, SplitCountSplitsStartOnSubBlocks) {
       const int64_t equal = (visible + n - 1) / n;
       for (int i = 0; i < n; ++i) {
         const KeyRange r = split_range(p, visible, i);
+        if (r.begin == visible) continue;  // an empty trailing split
         if (equal > kSplitAlignKeys) {
           EXPECT_EQ(r.begin % kSplitAlignKeys, 0) << visible << " keys, " << count << " splits, split " << i;
         } else {
