@@ -9,7 +9,6 @@
 // decode-kernel-wide, decode-64row: the decode routes forced (AttentionRoute);
 // decode-split=64|128: invariant mode with another fixed split size (prefill-split= likewise);
 // decode-items=4|16: default mode planned for that many items per unit instead of 8;
-// decode-plain-merge: the merge kernel launched plainly (cuda_attention_set_merge_overlap(false));
 // floor = the K and V bytes read once at the measured copy bandwidth (frac_bw = floor / time).
 // Mixed: one prefill chunk of 512 or 2048 tokens (over as many cached keys) and 16 or 64 decodes
 // of 2048 or 8192 keys in one call, as the engine issues a step (mixed-graph: launches sized from
@@ -133,7 +132,6 @@ struct How {
   bool mirrors = true;
   int split_size = 0;
   int units = kDefaultParallelUnits;  // the planner's parallel units (default mode's split count)
-  bool merge_overlap = true;          // cuda_attention_set_merge_overlap
 };
 
 // Times attention over batch b. Counters: us; GBs and frac_bw (the K and V bytes of every
@@ -182,7 +180,6 @@ void measure(benchmark::State& state, Mode mode, Batch& batch, int hd, const How
     on.stream = stream;
     failed = failed || !attend(on).ok();
   };
-  cuda_attention_set_merge_overlap(how.merge_overlap);
   const int reps = reps_for(call, 3e-3);
   double total = 0;
   int n = 0;
@@ -190,14 +187,12 @@ void measure(benchmark::State& state, Mode mode, Batch& batch, int hd, const How
     const double t = how.graph ? time_per_call_graph(call_on, reps) : time_per_call(call, reps);
     if (t <= 0 || failed) {
       state.SkipWithError("attention failed");
-      cuda_attention_set_merge_overlap(true);
       return;
     }
     state.SetIterationTime(t);
     total += t;
     ++n;
   }
-  cuda_attention_set_merge_overlap(true);
   const double t = total / std::max(1, n);
   state.counters["us"] = t * 1e6;
   double keys = 0, pairs = 0;
@@ -222,7 +217,7 @@ void measure(benchmark::State& state, Mode mode, Batch& batch, int hd, const How
 // seqs sequences of `context` keys, the last q_len computed now (burst: make_batch).
 void run(benchmark::State& state, Mode mode, int seqs, int64_t context, int64_t q_len, int hd, bool graph = false,
          AttentionRoute route = AttentionRoute::kAuto, Burst burst = Burst::kNone, int split_size = 0,
-         int units = kDefaultParallelUnits, bool merge_overlap = true) {
+         int units = kDefaultParallelUnits) {
   if (gpu() == nullptr) {
     state.SkipWithError("no CUDA device");
     return;
@@ -234,7 +229,6 @@ void run(benchmark::State& state, Mode mode, int seqs, int64_t context, int64_t 
   how.mirrors = burst == Burst::kNone || burst == Burst::kMirrors;
   how.split_size = split_size;
   how.units = units;
-  how.merge_overlap = merge_overlap;
   measure(state, mode, *b, hd, how);
   free_batch(*b);
 }
@@ -378,22 +372,6 @@ int main(int argc, char** argv) {
             [=](benchmark::State& st) {
               run(st, Mode::kDefault, seqs, context, 1, 128, false, AttentionRoute::kAuto, Burst::kNone, 0,
                   kDefaultParallelUnits * items / kDefaultSplitItemsPerUnit);
-            })
-            ->UseManualTime()
-            ->Iterations(5)
-            ->Unit(benchmark::kMicrosecond);
-      }
-    }
-  }
-  // The merge kernel launched plainly after the decode kernel (not as its programmatic dependent).
-  for (Mode mode : {Mode::kInvariant, Mode::kDefault}) {
-    for (int seqs : {1, 4, 16}) {
-      for (int64_t context : {2048, 8192, 32768}) {
-        benchmark::RegisterBenchmark(
-            absl::StrCat("decode-plain-merge/", mode_name(mode), "/batch=", seqs, "/context=", context).c_str(),
-            [=](benchmark::State& st) {
-              run(st, mode, seqs, context, 1, 128, false, AttentionRoute::kAuto, Burst::kNone, 0,
-                  kDefaultParallelUnits, false);
             })
             ->UseManualTime()
             ->Iterations(5)

@@ -5,8 +5,9 @@
 //   invariant (kFixedSplitSize): [j*split_size, (j+1)*split_size) ∩ [0, p], aligned to absolute
 //     positions, every key read from the paged cache (written by kv_write before attention);
 //   default (kSplitCount): decode: [0, p] cut into min(split_count, p+1) equal parts, those longer
-//     than a sub-block rounded up to multiples of 64 keys (the count comes from the batch); prefill (q_len > 1) with separate_new_keys: [0, cached) from the cache
-//     and [cached, p] from this step's k_new/v_new, two partials.
+//     than a sub-block rounded up to multiples of 64 keys (the count comes from the batch); prefill
+//     (q_len > 1) with separate_new_keys: [0, cached) from the cache and [cached, p] from this
+//     step's k_new/v_new, two partials.
 // Order inside one segment, per (query, q head) row: keys in sub-blocks of 64 aligned to absolute
 // positions (0, 64, 128, ...), visiting only sub-blocks that hold keys of the row's range; per
 // sub-block: s = (q . k via mma.sync m16n8k16, fp32) * scale; m_blk = max over the row's keys;
@@ -188,31 +189,6 @@ absl::Status launch_chain(const AttnParams& params, const Extents& e, cudaStream
   return cuda::check_launch("attention_decode_chain_kernel");
 }
 
-// The merge of the decode partials, a programmatic dependent of the decode kernel launched just
-// before it (attention_decode.cuh): its launch overlaps the decode kernel's last blocks instead of
-// following their completion (a few microseconds per call at small batches). Speed only.
-bool merge_overlap = true;  // cuda_attention_set_merge_overlap
-
-template <int HD>
-absl::Status launch_merge(const AttnParams& params, const DecodeGrid& grid, cudaStream_t stream) {
-  if (!merge_overlap) {
-    const dim3 blocks(unsigned(params.num_kv_heads), unsigned(params.num_seqs));
-    cuda::attention_decode_merge_kernel<HD><<<blocks, 32 * grid.partial_rows, 0, stream>>>(params, grid);
-    return cuda::check_launch("attention_decode_merge_kernel");
-  }
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attr[0].val.programmaticStreamSerializationAllowed = 1;
-  cudaLaunchConfig_t config = {};
-  config.gridDim = dim3(unsigned(params.num_kv_heads), unsigned(params.num_seqs));
-  config.blockDim = dim3(unsigned(32 * grid.partial_rows));
-  config.stream = stream;
-  config.attrs = attr;
-  config.numAttrs = 1;
-  SAMEBITS_CUDA_TRY(cudaLaunchKernelEx(&config, cuda::attention_decode_merge_kernel<HD>, params, grid));
-  return cuda::check_launch("attention_decode_merge_kernel");
-}
-
 template <int HD>
 absl::Status launch(const AttnParams& base, const Extents& e, AttentionRoute route, cudaStream_t stream) {
   constexpr int kSmem = cuda::kAttnRows * HD * 2 + 4 * cuda::kAttnKeys * HD * 2;
@@ -248,13 +224,15 @@ absl::Status launch(const AttnParams& base, const Extents& e, AttentionRoute rou
                                                      : launch_decode_tiles<HD, 2>(params, e, widest, stream);
     if (!st.ok()) return st;
   }
-  if (grid.max_segments > 1) SAMEBITS_RETURN_IF_ERROR(launch_merge<HD>(params, grid, stream));
+  if (grid.max_segments > 1) {
+    const dim3 blocks(unsigned(base.num_kv_heads), unsigned(base.num_seqs));
+    cuda::attention_decode_merge_kernel<HD><<<blocks, 32 * grid.partial_rows, 0, stream>>>(params, grid);
+    SAMEBITS_RETURN_IF_ERROR(cuda::check_launch("attention_decode_merge_kernel"));
+  }
   return absl::OkStatus();
 }
 
 }  // namespace
-
-void cuda_attention_set_merge_overlap(bool on) { merge_overlap = on; }
 
 absl::Status cuda_attention(const ExecContext& ctx, const AttentionArgs& a) {
   return cuda_attention_routed(ctx, a, AttentionRoute::kAuto);

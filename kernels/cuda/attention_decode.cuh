@@ -36,21 +36,6 @@
 
 namespace samebits::cuda {
 
-// Programmatic dependent launch (sm_90): the decode kernels let the merge kernel's blocks start
-// once each of their own blocks has started (dependents_may_launch), and the merge kernel waits
-// for the decode grid's completion and memory (grid_dependency_wait) before reading partials.
-// Without the launch attribute (attention.cu) the wait returns at once: stream order holds.
-__device__ __forceinline__ void dependents_may_launch() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.launch_dependents;\n" ::);
-#endif
-}
-__device__ __forceinline__ void grid_dependency_wait() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.wait;\n" ::: "memory");
-#endif
-}
-
 constexpr int kHalfKeys = kAttnKeys / 2;  // keys per ring item
 // Ring depth in items. Measured on the H200 (bench decode-burst, decode batch 256): 2 and 3 alike,
 // 4 (six warps per SM instead of eight) 30-40% slower.
@@ -139,7 +124,6 @@ __global__ void __launch_bounds__(32 * kWarps) attention_decode_kernel(AttnParam
   const uint32_t q_s = smem_addr(smem) + warp * L::kBytes;
   const uint32_t buffers = q_s + L::kQBytes;
   const int g = blockIdx.y * kWarps + warp, s = blockIdx.z;
-  dependents_may_launch();
   const bool reporter = blockIdx.x == 0 && g == 0 && lane == 0;
   if (reporter && s == 0) attention_report_bad_ends(P);
   if (!attention_sequence_ok(P, s, reporter)) return;
@@ -322,20 +306,11 @@ __global__ void __launch_bounds__(32 * kWarps) attention_decode_kernel(AttnParam
   cp_async_wait<0>();  // nothing in flight when the warp leaves
 }
 
-// One warp per row of a small tile with several segments: the fold of attention_kernel.cuh
-// (fold_scales, fold_value) over the stored partials in segment order, kMergeBatch segments at a
-// time: their partials are loaded first, then the running maximum through them (a chain of
-// maxima only), then their scales a = exp(M - M'), b = exp(m - M') (independent of each other,
-// fixed_expf_select: no branches), then the folds. The same operations on the same values as one
-// fold_scales + fold_value per segment, so the same bits; a row of 32-128 segments (long
-// contexts, small batches) no longer waits two serial exponentials and a load per segment.
-// Launched as a programmatic dependent of the decode kernel (attention.cu): its blocks may start
-// while the decode kernel's last ones run, and wait here until the partials are complete.
-constexpr int kMergeBatch = 16;
-
+// One warp per row of a small tile with several segments: the fold of attention_kernel.cuh over
+// the stored partials in segment order. The next segment's values are loaded before the current
+// one is folded, so the loads of a long row overlap.
 template <int HD>
 __global__ void attention_decode_merge_kernel(AttnParams P, DecodeGrid grid) {
-  grid_dependency_wait();
   const int g = blockIdx.x, s = blockIdx.y;
   const int r = threadIdx.x >> 5, lane = threadIdx.x & 31;
   if (!attention_sequence_ok(P, s, false)) return;
@@ -351,50 +326,30 @@ __global__ void attention_decode_merge_kernel(AttnParams P, DecodeGrid grid) {
   constexpr int PER = HD / 32;
   const int64_t stride = int64_t(grid.partial_rows) * (HD + 2);
   const float* src = P.partials + decode_partial_offset<HD>(P, grid, s, g, 0, r);
-  float ot[PER];
-#pragma unroll
-  for (int i = 0; i < PER; ++i) ot[i] = 0.0f;
+  float ot[PER], cur[PER], nxt[PER];
   float tot_m = 0.0f, tot_l = 0.0f;
   bool has_total = false;
-  for (int c0 = 0; c0 < nseg; c0 += kMergeBatch) {
-    float v[kMergeBatch][PER], pm[kMergeBatch], pl[kMergeBatch];
 #pragma unroll
-    for (int j = 0; j < kMergeBatch; ++j) {
-      const float* p = src + stride * min(c0 + j, nseg - 1);  // past the last: a repeat, not folded
-      pm[j] = p[HD];
-      pl[j] = p[HD + 1];
+  for (int i = 0; i < PER; ++i) cur[i] = src[lane + 32 * i];
+  float cur_m = src[HD], cur_l = src[HD + 1];
+  for (int c = 0; c < nseg; ++c) {
+    const float* next_src = src + stride * (c + 1 < nseg ? c + 1 : c);
+    float nxt_m = next_src[HD], nxt_l = next_src[HD + 1];
 #pragma unroll
-      for (int i = 0; i < PER; ++i) v[j][i] = p[lane + 32 * i];
-    }
-    // take: the segment is folded (it exists and is not empty, l != 0); had: a total existed before
-    // it (else it is taken as is: fold_scales' a = 0, b = 1 case, fold_value returns it).
-    float a[kMergeBatch], b[kMergeBatch];
-    bool take[kMergeBatch], had[kMergeBatch];
+    for (int i = 0; i < PER; ++i) nxt[i] = next_src[lane + 32 * i];
+    if (cur_l != 0.0f) {
+      float new_m, a, b;
+      fold_scales(has_total, tot_m, cur_m, &new_m, &a, &b);
 #pragma unroll
-    for (int j = 0; j < kMergeBatch; ++j) {
-      take[j] = c0 + j < nseg && pl[j] != 0.0f;
-      had[j] = has_total;
-      const float new_m = has_total ? fmaxf(tot_m, pm[j]) : pm[j];
-      a[j] = tot_m - new_m;  // exponents now, scales below
-      b[j] = pm[j] - new_m;
-      tot_m = take[j] ? new_m : tot_m;
-      has_total = has_total || take[j];
+      for (int i = 0; i < PER; ++i) ot[i] = fold_value(has_total, ot[i], a, cur[i], b);
+      tot_l = fold_value(has_total, tot_l, a, cur_l, b);
+      tot_m = new_m;
+      has_total = true;
     }
 #pragma unroll
-    for (int j = 0; j < kMergeBatch; ++j) {
-      a[j] = fixed_expf_select(a[j]);
-      b[j] = fixed_expf_select(b[j]);
-    }
-#pragma unroll
-    for (int j = 0; j < kMergeBatch; ++j) {
-#pragma unroll
-      for (int i = 0; i < PER; ++i) {
-        const float folded = fold_value(had[j], ot[i], a[j], v[j][i], b[j]);
-        ot[i] = take[j] ? folded : ot[i];
-      }
-      const float folded_l = fold_value(had[j], tot_l, a[j], pl[j], b[j]);
-      tot_l = take[j] ? folded_l : tot_l;
-    }
+    for (int i = 0; i < PER; ++i) cur[i] = nxt[i];
+    cur_m = nxt_m;
+    cur_l = nxt_l;
   }
   if (!has_total) return;
   const int row = row0 + r;

@@ -40,7 +40,6 @@ __global__ void __launch_bounds__(32) attention_decode_chain_kernel(AttnParams P
 
   const int lane = threadIdx.x;
   const int g = blockIdx.y, s = blockIdx.z;
-  dependents_may_launch();
   const bool reporter = blockIdx.x == 0 && g == 0 && lane == 0;
   if (reporter && s == 0) attention_report_bad_ends(P);
   if (!attention_sequence_ok(P, s, reporter)) return;

@@ -35,9 +35,6 @@ absl::Status cuda_fill_synthetic(void* dst, int64_t n, uint64_t tensor_key, floa
 // gives the same bits (tests).
 enum class AttentionRoute { kAuto, kDecodeKernel, kDecodeKernelWide, kGeneralOnly };
 absl::Status cuda_attention_routed(const ExecContext& ctx, const AttentionArgs& args, AttentionRoute route);
-// Whether the decode merge kernel is launched as a programmatic dependent of the decode kernel
-// (on by default; off: a plain launch after it). Speed only: benchmarks compare both.
-void cuda_attention_set_merge_overlap(bool on);
 
 // Invariant linear with a forced tile configuration (benchmarks and tests of the tile choice):
 // every configuration gives the same bits (the per-element reduction does not depend on the tile).

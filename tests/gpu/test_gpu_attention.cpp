@@ -269,7 +269,7 @@ TEST(GpuAttention, DecodeKernelEqualsGeneralKernelBitwise) {
   count5.split_count = 5;
   count5.separate_new_keys = true;
   count3.split_count = 3;
-  // More segments than the merge kernel loads at once (kMergeBatch), splits shorter than a sub-block.
+  // Many segments per row (the merge kernel's fold over 40 partials), splits shorter than a sub-block.
   count40.split_count = 40;
   count40.separate_new_keys = true;
   const RouteCase cases[] = {{Mode::kInvariant, std::nullopt}, {Mode::kDefault, std::nullopt},
