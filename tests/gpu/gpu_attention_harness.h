@@ -77,4 +77,10 @@ absl::StatusOr<std::vector<bf16>> run_schedule_g(const Backend& backend, const A
                                                  const StepOptionsG& options, uint64_t shuffle_seed);
 std::vector<int64_t> chunks_g(int64_t n, int64_t chunk);
 
+// One step of a batch of sequences on a fresh cache of `be` (shuffle seed 31): sequence i's first
+// cached[i] positions written by an earlier step, the rest computed now. Outputs per sequence.
+absl::StatusOr<std::vector<std::vector<bf16>>> route_step_g(const Backend& be, const AttnShapeG& shape,
+                                                            const std::vector<SeqG>& seqs,
+                                                            const std::vector<int64_t>& cached, StepOptionsG o);
+
 }  // namespace samebits::testing

@@ -240,25 +240,6 @@ struct RouteCase {
   std::string name() const { return absl::StrCat(mode_str(mode), " ", plan ? plan->describe() : "planned"); }
 };
 
-// One step of a batch of (length, cached) sequences on a fresh cache of `be`.
-absl::StatusOr<std::vector<std::vector<bf16>>> route_step(const Backend& be, const AttnShapeG& shape,
-                                                          const std::vector<SeqG>& seqs,
-                                                          const std::vector<int64_t>& cached, StepOptionsG o) {
-  int64_t blocks = 4;
-  for (const SeqG& s : seqs) blocks += (s.len + shape.block_size - 1) / shape.block_size + 1;
-  PagedCacheG cache(be, shape, blocks, 31);
-  std::vector<StepPartG> pre, step;
-  for (size_t i = 0; i < seqs.size(); ++i) {
-    const int id = *cache.add_sequence(seqs[i].len);
-    pre.push_back({id, &seqs[i], 0, cached[i]});
-    step.push_back({id, &seqs[i], cached[i], seqs[i].len - cached[i]});
-  }
-  StepOptionsG prefix = o;
-  prefix.skip_attention = true;
-  if (absl::StatusOr<std::vector<std::vector<bf16>>> r = run_step_g(cache, pre, prefix); !r.ok()) return r.status();
-  return run_step_g(cache, step, o);
-}
-
 TEST(GpuAttention, DecodeKernelEqualsGeneralKernelBitwise) {
   SAMEBITS_REQUIRE_GPU();
   AttentionPlan size64, count5, count3;
@@ -293,17 +274,17 @@ TEST(GpuAttention, DecodeKernelEqualsGeneralKernelBitwise) {
         SCOPED_TRACE(absl::StrCat(shape.name(), " ", rc.name(), batch == &mixed ? " mixed" : " decodes"));
         StepOptionsG o = opts(rc.mode);
         o.plan = rc.plan;
-        auto automatic = route_step(*gpu, shape, seqs, cached, o);
-        auto cpu = route_step(cpu_backend(), shape, seqs, cached, o);
+        auto automatic = route_step_g(*gpu, shape, seqs, cached, o);
+        auto cpu = route_step_g(cpu_backend(), shape, seqs, cached, o);
         o.host_mirrors = false;  // launches sized from the shapes alone
-        auto bounded = route_step(*gpu, shape, seqs, cached, o);
+        auto bounded = route_step_g(*gpu, shape, seqs, cached, o);
         o.host_mirrors = true;
         o.attention = decode_kernel_always;  // kAuto may give small batches to the 64-row kernel
-        auto decode = route_step(*gpu, shape, seqs, cached, o);
+        auto decode = route_step_g(*gpu, shape, seqs, cached, o);
         o.attention = decode_kernel_wide_blocks;  // blocks of up to 8 warps, as large batches get
-        auto wide = route_step(*gpu, shape, seqs, cached, o);
+        auto wide = route_step_g(*gpu, shape, seqs, cached, o);
         o.attention = general_kernel_only;
-        auto general = route_step(*gpu, shape, seqs, cached, o);
+        auto general = route_step_g(*gpu, shape, seqs, cached, o);
         ASSERT_TRUE(automatic.ok()) << automatic.status();
         ASSERT_TRUE(bounded.ok()) << bounded.status();
         ASSERT_TRUE(general.ok()) << general.status();
