@@ -2,12 +2,12 @@
 // states the order of every reduction) on wgmma, warp-specialised. One block per work item of up
 // to 128 rows (attention_worklist.cuh with kPrefillTileRows) and kv head; rows are (query, head in
 // group) pairs, query-major, as in the 64-row kernel.
-//   - warpgroup 2 (producer, 48 registers after setmaxnreg) copies the K and V rows of each 64-key
+//   - warpgroup 2 (producer, 56 registers after setmaxnreg) copies the K and V rows of each 64-key
 //     sub-block (through the block table, or this step's k_new / v_new; zeros beyond the context,
 //     as the 64-row kernel's copies) by cp.async into a ring of stages (full / empty mbarriers), in
 //     the 128-byte swizzled layout wgmma reads; cp.async because paged blocks of 8..256 rows, a
 //     context ending inside a block and two key sources do not map onto one TMA box;
-//   - warpgroups 0 and 1 (consumers, 232 registers) own 64 rows each: S = Q K^T as wgmma m64n64k16 steps over the
+//   - warpgroups 0 and 1 (consumers, 224 registers) own 64 rows each: S = Q K^T as wgmma m64n64k16 steps over the
 //     head dim in increasing order from +0 (the k16 step gives the bits of mma.sync m16n8k16: the
 //     invariant matmul's tests compare the two), then THE softmax of the 64-row kernel
 //     (attend_softmax, same function: the wgmma accumulator gives each row to a quad of lanes as
@@ -29,9 +29,13 @@ namespace {
 
 constexpr int kConsumerThreads = 256;
 constexpr int kThreads = kConsumerThreads + 128;
-// Registers per thread after setmaxnreg (65536 in all): the consumers hold o, the segment total
-// and S (HD / 2 + HD / 2 + 32 floats) besides P and the row state.
-constexpr int kProducerRegs = 48, kConsumerRegs = 232;
+// Registers per thread after setmaxnreg: the consumers hold o, the segment total and S (HD / 2 +
+// HD / 2 + 32 floats) besides P and the row state (no spills at head_dim 128, ptxas -v). The block
+// is launched with 168 per thread (__launch_bounds__(384, 1)); setmaxnreg.inc waits until the
+// producer's setmaxnreg.dec has released enough of them, so the three must add up to 3 x 168
+// (more would wait forever).
+constexpr int kLaunchRegs = 168, kProducerRegs = 56, kConsumerRegs = 224;
+static_assert(kProducerRegs + 2 * kConsumerRegs == 3 * kLaunchRegs, "setmaxnreg stays within the launch's registers");
 
 // Shared memory: two Q tiles (one per consumer warpgroup), then the K/V ring, then the mbarriers.
 // A tile is 64 rows x HD values as HD / 64 regions of [64 rows][64 values] (8 KiB each, 128-byte
