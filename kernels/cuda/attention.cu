@@ -275,7 +275,8 @@ std::string AttentionPrefillPlan::describe() const {
 
 AttentionPrefillPlan cuda_attention_prefill_plan(const AttentionArgs& a, AttentionRoute route) {
   const bool mirrors = a.host_query_start && a.host_context_lens;
-  const Extents e = mirrors ? exact_extents(a, a.host_query_start, a.host_context_lens, route) : bound_extents(a, route);
+  const Extents e =
+      mirrors ? exact_extents(a, a.host_query_start, a.host_context_lens, route) : bound_extents(a, route);
   return prefill_plan(a, e, route);
 }
 

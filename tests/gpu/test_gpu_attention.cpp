@@ -224,15 +224,6 @@ TEST(GpuAttention, RunToRunAndHostMirrorsDoNotMatter) {
 }
 
 #if defined(SAMEBITS_HAVE_CUDA)
-absl::Status general_kernel_only(const ExecContext& ctx, const AttentionArgs& a) {
-  return cuda_attention_routed(ctx, a, AttentionRoute::kGeneralOnly);
-}
-absl::Status decode_kernel_always(const ExecContext& ctx, const AttentionArgs& a) {
-  return cuda_attention_routed(ctx, a, AttentionRoute::kDecodeKernel);
-}
-absl::Status decode_kernel_wide_blocks(const ExecContext& ctx, const AttentionArgs& a) {
-  return cuda_attention_routed(ctx, a, AttentionRoute::kDecodeKernelWide);
-}
 
 struct RouteCase {
   Mode mode;
@@ -279,11 +270,13 @@ TEST(GpuAttention, DecodeKernelEqualsGeneralKernelBitwise) {
         o.host_mirrors = false;  // launches sized from the shapes alone
         auto bounded = route_step_g(*gpu, shape, seqs, cached, o);
         o.host_mirrors = true;
-        o.attention = decode_kernel_always;  // kAuto may give small batches to the 64-row kernel
+        // kAuto may give small batches to the 64-row kernel.
+        o.attention = attention_routed<AttentionRoute::kDecodeKernel>;
         auto decode = route_step_g(*gpu, shape, seqs, cached, o);
-        o.attention = decode_kernel_wide_blocks;  // blocks of up to 8 warps, as large batches get
+        // Blocks of up to 8 warps, as large batches get.
+        o.attention = attention_routed<AttentionRoute::kDecodeKernelWide>;
         auto wide = route_step_g(*gpu, shape, seqs, cached, o);
-        o.attention = general_kernel_only;
+        o.attention = attention_routed<AttentionRoute::kGeneralOnly>;
         auto general = route_step_g(*gpu, shape, seqs, cached, o);
         ASSERT_TRUE(automatic.ok()) << automatic.status();
         ASSERT_TRUE(bounded.ok()) << bounded.status();

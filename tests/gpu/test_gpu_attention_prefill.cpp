@@ -22,15 +22,9 @@ namespace samebits::testing {
 namespace {
 
 #if defined(SAMEBITS_HAVE_CUDA)
-absl::Status prefill_kernel(const ExecContext& ctx, const AttentionArgs& a) {
-  return cuda_attention_routed(ctx, a, AttentionRoute::kPrefillKernel);
-}
-absl::Status planted_prefill_kernel(const ExecContext& ctx, const AttentionArgs& a) {
-  return cuda_attention_routed(ctx, a, AttentionRoute::kPrefillKernelPlanted);
-}
-absl::Status general_kernel(const ExecContext& ctx, const AttentionArgs& a) {
-  return cuda_attention_routed(ctx, a, AttentionRoute::kGeneralOnly);
-}
+constexpr auto prefill_kernel = attention_routed<AttentionRoute::kPrefillKernel>;
+constexpr auto planted_prefill_kernel = attention_routed<AttentionRoute::kPrefillKernelPlanted>;
+constexpr auto general_kernel = attention_routed<AttentionRoute::kGeneralOnly>;
 
 std::vector<AttnShapeG> shapes() {
   return sweep<AttnShapeG>({{4, 2, 64, 16}, {8, 1, 128, 8}, {32, 8, 128, 16}, {16, 4, 64, 8}},

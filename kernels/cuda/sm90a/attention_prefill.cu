@@ -262,17 +262,7 @@ __device__ __forceinline__ void consume(const AttnParams& P, const TileInfo& t, 
       [&] {  // the segment's partial, folded into the row's total in segment order
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
-          if (pos[h] < 0 || first[h]) continue;
-          float new_m, fa, fb;
-          fold_scales(has_total[h], tot_m[h], m[h], &new_m, &fa, &fb);
-#pragma unroll
-          for (int nt = 0; nt < NTD; ++nt) {
-            ot[nt][2 * h] = fold_value(has_total[h], ot[nt][2 * h], fa, o[nt][2 * h], fb);
-            ot[nt][2 * h + 1] = fold_value(has_total[h], ot[nt][2 * h + 1], fa, o[nt][2 * h + 1], fb);
-          }
-          tot_l[h] = fold_value(has_total[h], tot_l[h], fa, l[h], fb);
-          tot_m[h] = new_m;
-          has_total[h] = true;
+          if (pos[h] >= 0 && !first[h]) fold_row_partial<NTD>(h, o, m[h], l[h], ot, tot_m[h], tot_l[h], has_total[h]);
         }
       });
 
@@ -348,8 +338,8 @@ absl::Status launch_attention_prefill(const AttnParams& params, int64_t items, i
     return absl::UnimplementedError("attention: the wgmma prefill kernel needs compute capability 9.0");
   }
   if (items <= 0) return absl::OkStatus();
-  if (planted) return head_dim == 64 ? launch<64, true>(params, items, stream) : launch<128, true>(params, items, stream);
-  return head_dim == 64 ? launch<64, false>(params, items, stream) : launch<128, false>(params, items, stream);
+  if (head_dim == 64) return planted ? launch<64, true>(params, items, stream) : launch<64, false>(params, items, stream);
+  return planted ? launch<128, true>(params, items, stream) : launch<128, false>(params, items, stream);
 }
 
 }  // namespace samebits::cuda
