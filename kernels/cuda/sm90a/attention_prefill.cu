@@ -114,21 +114,26 @@ __device__ __forceinline__ void produce(const AttnParams& P, const TileInfo& t, 
                                         uint32_t empty) {
   using L = PrefillLayout<HD>;
   constexpr int CH = HD / 8, kRowsPerPass = 32 / CH, kPasses = 16 / kRowsPerPass;
+  // Sub-blocks whose copies may be in flight at once: all stages but one (the stage being refilled
+  // next waits for the consumers, who wait for the oldest in flight).
+  constexpr int kInFlight = L::kStages - 1;
   const int lane = threadIdx.x & 31, ch = lane % CH, warp = (threadIdx.x / 32) & 3;
-  int n = 0, pending = -1;
-  auto signal = [&](int stage) {  // this lane's copies of `stage` have landed: hand it to wgmma
+  int n = 0, handed = 0;
+  auto hand_over = [&] {  // this lane's copies of sub-block `handed` have landed: to wgmma
     fence_proxy_async();
-    mbar_arrive(full + 8 * stage);
+    mbar_arrive(full + 8 * (handed % L::kStages));
+    ++handed;
   };
   walk(
       P, t, [](int) {},
       [&](int64_t sb0, bool from_new) {
         const int s = n % L::kStages;
-        mbar_wait(empty + 8 * s, ((n / L::kStages) & 1) ^ 1);
-        // Warp w copies keys sb0 + 16w .. + 15 (lane l and l + 16 resolve key 16w + l % 16), each
-        // pass kRowsPerPass rows of 16-byte chunks.
+        // Warp w copies keys sb0 + 16w .. + 15 (lane l and l + 16 resolve key 16w + l % 16; the
+        // block-table read overlaps the wait for the stage), each pass kRowsPerPass rows of
+        // 16-byte chunks.
         const KeyRow mine =
             resolve_key_row(P, t.table, t.s, g, HD, t.qs, t.cached, t.context, from_new, sb0 + 16 * warp + (lane & 15));
+        mbar_wait(empty + 8 * s, ((n / L::kStages) & 1) ^ 1);
         const uint32_t k_st = ring + s * L::kStageBytes, v_st = k_st + L::kTileBytes;
 #pragma unroll
         for (int i = 0; i < kPasses; ++i) {
@@ -140,18 +145,15 @@ __device__ __forceinline__ void produce(const AttnParams& P, const TileInfo& t, 
           cp_async_16(v_st + dst, (where == 2 ? P.v_new : P.v_cache) + off + ch * 8, where != 0);
         }
         cp_async_commit();
-        if (pending >= 0) {  // the previous stage's copies, while this one's are in flight
-          cp_async_wait<1>();
-          signal(pending);
-        }
-        pending = s;
         ++n;
+        if (n - handed == kInFlight) {  // the oldest sub-block in flight, while the others fly
+          cp_async_wait<kInFlight - 1>();
+          hand_over();
+        }
       },
       [] {});
-  if (pending >= 0) {
-    cp_async_wait<0>();
-    signal(pending);
-  }
+  cp_async_wait<0>();
+  while (handed < n) hand_over();
 }
 
 template <int HD, bool kPlanted>
@@ -177,6 +179,9 @@ __device__ __forceinline__ void consume(const AttnParams& P, const TileInfo& t, 
   cp_async_wait<0>();
   fence_proxy_async();
   named_barrier_sync(1 + wg, 128);
+  // The warpgroups take turns to issue their scores' wgmma (named barriers 3 and 4: warpgroup w
+  // waits on 3 + w, the other grants it), so one's softmax runs while the other's products do.
+  if (wg == 1) named_barrier_arrive(3, 256);
 
   int64_t pos[2];
 #pragma unroll
@@ -220,6 +225,7 @@ __device__ __forceinline__ void consume(const AttnParams& P, const TileInfo& t, 
           for (int e = 0; e < 4; ++e) sc[nt][e] = 0.0f;
         float(&scf)[32] = reinterpret_cast<float(&)[32]>(sc);
         mbar_wait(full + 8 * s, (n / L::kStages) & 1);
+        named_barrier_sync(3 + wg, 256);
         wgmma_fence();
 #pragma unroll
         for (int step = 0; step < HD / 16; ++step) {
@@ -228,6 +234,7 @@ __device__ __forceinline__ void consume(const AttnParams& P, const TileInfo& t, 
           wgmma_m64k16<64>(scf, smem_desc(q_s + off), smem_desc(k_st + off));
         }
         wgmma_commit();
+        named_barrier_arrive(3 + (1 - wg), 256);
         wgmma_wait<0>();
 #pragma unroll
         for (int i = 0; i < 32; ++i) asm volatile("" : "+f"(scf[i])::"memory");
@@ -265,6 +272,7 @@ __device__ __forceinline__ void consume(const AttnParams& P, const TileInfo& t, 
           if (pos[h] >= 0 && !first[h]) fold_row_partial<NTD>(h, o, m[h], l[h], ot, tot_m[h], tot_l[h], has_total[h]);
         }
       });
+  if (wg == 0) named_barrier_sync(3, 256);  // warpgroup 1's last grant: every arrival is consumed
 
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
