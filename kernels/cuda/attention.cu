@@ -17,7 +17,9 @@
 // Merge of the segments of a row, in index order, empty ones skipped: the first partial is taken
 // as is; then M' = max(M, m_c), a = fixed_expf(M - M'), b = fixed_expf(m_c - M'),
 // L = L*a + l_c*b, O = O*a + o_c*b; out = bf16(O / L). This fold runs either in the block that
-// computed all of a tile's segments (attention_kernel.cuh: tiles of 17..64 rows), or, for a
+// computed all of a tile's segments (attention_kernel.cuh: tiles of 17..64 rows; on compute
+// capability 9.0 sm90a/attention_prefill.cu: tiles of up to 128 rows on wgmma, whose k16 steps
+// give mma.sync's bits, for calls with a sequence of 128 rows or more), or, for a
 // sequence's last tile of 1..16 rows (decodes), in a merge kernel over partials stored in fp32 by
 // one warp per segment (attention_decode.cuh): the same operations in the same order, so both give
 // the same bits (gpu_tests runs both routes on the same batches and compares them bit for bit).

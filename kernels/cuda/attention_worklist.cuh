@@ -2,7 +2,8 @@
 // the host needs only shapes (no download, no synchronisation; capturable in a CUDA graph):
 //   - each sequence's rows (query tokens x group, query-major) are cut into tiles of 64 rows; a
 //     last tile of 1..16 rows is a decode tile (attention_decode.cuh, implicit grid), every other
-//     tile is a work item of the 64-row kernel (attention_kernel.cuh), listed here by
+//     tile is a work item of the 64-row kernel (attention_kernel.cuh; or those rows in items of
+//     128 for the wgmma prefill kernel, sm90a/attention_prefill.cu), listed here by
 //     attention_worklist_kernel (one block; a scan over the sequences), longest tile of a
 //     sequence first (scheduling only);
 //   - the layout checks of check_attention_sequences (kernels/attention_host.h) run on the device
