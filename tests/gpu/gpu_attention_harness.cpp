@@ -178,4 +178,20 @@ absl::StatusOr<std::vector<std::vector<bf16>>> route_step_g(const Backend& be, c
   return run_step_g(cache, step, o);
 }
 
+std::string PlanCaseG::name() const {
+  return absl::StrCat(mode_str(mode), " ", plan ? plan->describe() : "planned");
+}
+
+std::vector<PlanCaseG> plan_cases_g() {
+  AttentionPlan size64, count5, count3;
+  size64.kind = AttentionPlan::Kind::kFixedSplitSize;
+  size64.split_size = 64;
+  count5.kind = count3.kind = AttentionPlan::Kind::kSplitCount;
+  count5.split_count = 5;
+  count5.separate_new_keys = true;
+  count3.split_count = 3;
+  return {{Mode::kInvariant, std::nullopt}, {Mode::kDefault, std::nullopt}, {Mode::kInvariant, size64},
+          {Mode::kDefault, count5}, {Mode::kDefault, count3}};
+}
+
 }  // namespace samebits::testing

@@ -80,6 +80,15 @@ absl::StatusOr<std::vector<bf16>> run_schedule_g(const Backend& backend, const A
                                                  const StepOptionsG& options, uint64_t shuffle_seed);
 std::vector<int64_t> chunks_g(int64_t n, int64_t chunk);
 
+// The plans the bitwise route sweeps run under: each mode's own plan for the batch, a fixed split
+// of 64, split counts 5 (cached and new keys apart) and 3 (prefill rows split by count).
+struct PlanCaseG {
+  Mode mode;
+  std::optional<AttentionPlan> plan;  // nullopt: the mode's plan for the batch
+  std::string name() const;
+};
+std::vector<PlanCaseG> plan_cases_g();
+
 #if defined(SAMEBITS_HAVE_CUDA)
 // The CUDA attention with a forced route, as a StepOptionsG::attention.
 template <AttentionRoute kRoute>

@@ -225,23 +225,9 @@ TEST(GpuAttention, RunToRunAndHostMirrorsDoNotMatter) {
 
 #if defined(SAMEBITS_HAVE_CUDA)
 
-struct RouteCase {
-  Mode mode;
-  std::optional<AttentionPlan> plan;  // nullopt: the mode's plan for the batch
-  std::string name() const { return absl::StrCat(mode_str(mode), " ", plan ? plan->describe() : "planned"); }
-};
-
 TEST(GpuAttention, DecodeKernelEqualsGeneralKernelBitwise) {
   SAMEBITS_REQUIRE_GPU();
-  AttentionPlan size64, count5, count3;
-  size64.kind = AttentionPlan::Kind::kFixedSplitSize;
-  size64.split_size = 64;
-  count5.kind = count3.kind = AttentionPlan::Kind::kSplitCount;
-  count5.split_count = 5;
-  count5.separate_new_keys = true;
-  count3.split_count = 3;
-  const RouteCase cases[] = {{Mode::kInvariant, std::nullopt}, {Mode::kDefault, std::nullopt},
-                             {Mode::kInvariant, size64}, {Mode::kDefault, count5}, {Mode::kDefault, count3}};
+  const std::vector<PlanCaseG> cases = plan_cases_g();
   for (const AttnShapeG& shape : shapes()) {
     const int group = shape.hq / shape.hkv;
     // Decodes across split boundaries; chunks whose last tile holds 1..16 rows; fresh prefills.
@@ -261,7 +247,7 @@ TEST(GpuAttention, DecodeKernelEqualsGeneralKernelBitwise) {
         seqs.push_back(make_seq_g(shape, layout[i].first, 40 + i));
         cached.push_back(layout[i].second);
       }
-      for (const RouteCase& rc : cases) {
+      for (const PlanCaseG& rc : cases) {
         SCOPED_TRACE(absl::StrCat(shape.name(), " ", rc.name(), batch == &mixed ? " mixed" : " decodes"));
         StepOptionsG o = opts(rc.mode);
         o.plan = rc.plan;

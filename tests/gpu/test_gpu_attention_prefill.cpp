@@ -31,24 +31,6 @@ std::vector<AttnShapeG> shapes() {
                            {{4, 2, 64, 16}, {8, 1, 128, 8}});
 }
 
-struct PlanCase {
-  Mode mode;
-  std::optional<AttentionPlan> plan;  // nullopt: the mode's plan for the batch
-  std::string name() const { return absl::StrCat(mode_str(mode), " ", plan ? plan->describe() : "planned"); }
-};
-
-std::vector<PlanCase> plan_cases() {
-  AttentionPlan size64, count5, count3;
-  size64.kind = AttentionPlan::Kind::kFixedSplitSize;
-  size64.split_size = 64;
-  count5.kind = count3.kind = AttentionPlan::Kind::kSplitCount;
-  count5.split_count = 5;
-  count5.separate_new_keys = true;
-  count3.split_count = 3;  // prefill rows split by count: ranges that move with the row
-  return {{Mode::kInvariant, std::nullopt}, {Mode::kDefault, std::nullopt}, {Mode::kInvariant, size64},
-          {Mode::kDefault, count5}, {Mode::kDefault, count3}};
-}
-
 // (length, cached): fresh prefills, chunks over prefixes (split-aligned and not), ragged lengths,
 // a last tile of 1..16 rows (decode tile beside a wgmma tile), contexts ending at 64k, 64k +- 1.
 const std::vector<std::pair<int64_t, int64_t>> kLayout = {
@@ -82,7 +64,7 @@ TEST(GpuAttentionPrefill, WgmmaKernelEqualsGeneralKernelBitwise) {
       seqs.push_back(make_seq_g(shape, kLayout[i].first, 60 + i));
       cached.push_back(kLayout[i].second);
     }
-    for (const PlanCase& pc : plan_cases()) {
+    for (const PlanCaseG& pc : plan_cases_g()) {
       SCOPED_TRACE(absl::StrCat(shape.name(), " ", pc.name()));
       StepOptionsG o;
       o.mode = pc.mode;
