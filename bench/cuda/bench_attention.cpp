@@ -14,8 +14,12 @@
 // of 2048 or 8192 keys in one call, as the engine issues a step (mixed-graph: launches sized from
 // the shapes, graph replays); frac = the larger of the copy floor (every sequence's K and V bytes)
 // and the tensor-core floor (QK^T and PV of every query) / time, both also printed.
-// Prefill: one chunk of 64..4096 tokens over an empty cache (causal); floor = the QK^T and PV multiply-adds at the dense bf16
-// tensor-core rate (989 TFLOP/s datasheet; frac_tc = floor / time). Time per call from CUDA events
+// Prefill: one chunk of 64..4096 tokens over an empty cache (causal); prefill-cached: chunks of
+// 256..4096 tokens over a cached prefix of 2048 keys in the paged cache (hd=64 too), and
+// prefill-64row the same with the 64-row kernel forced (AttentionRoute::kGeneralOnly; the
+// automatic route takes the wgmma kernel on an H200); floor = the QK^T and PV multiply-adds of
+// the visible (query, key) pairs at the dense bf16 tensor-core rate (989 TFLOP/s datasheet;
+// frac_tc = floor / time). Time per call from CUDA events
 // over a batch of calls; the host part of each call (launch sizing from the host mirrors) is
 // included in the time.
 #include <cuda_runtime.h>
@@ -334,6 +338,21 @@ int main(int argc, char** argv) {
       benchmark::RegisterBenchmark(absl::StrCat("prefill/", m, "/chunk=", chunk).c_str(),
                                    [=](benchmark::State& st) { run(st, mode, 1, chunk, chunk, 128); })
           ->UseManualTime()->Iterations(5)->Unit(benchmark::kMicrosecond);
+    }
+    constexpr int64_t kPrefix = 2048;
+    for (int hd : {128, 64}) {
+      for (int64_t chunk : {256, 1024, 4096}) {
+        for (AttentionRoute route : {AttentionRoute::kAuto, AttentionRoute::kGeneralOnly}) {
+          if (route == AttentionRoute::kGeneralOnly && hd == 64) continue;
+          const char* kernel = route == AttentionRoute::kAuto ? "prefill-cached/" : "prefill-64row/";
+          benchmark::RegisterBenchmark(
+              absl::StrCat(kernel, m, "/", hd == 128 ? "" : "hd=64/", "chunk=", chunk, "/cached=", kPrefix).c_str(),
+              [=](benchmark::State& st) { run(st, mode, 1, kPrefix + chunk, chunk, hd, false, route); })
+              ->UseManualTime()
+              ->Iterations(5)
+              ->Unit(benchmark::kMicrosecond);
+        }
+      }
     }
   }
   // Other fixed split sizes for invariant mode (the plan's split_size replaced): what a smaller
