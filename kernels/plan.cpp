@@ -80,8 +80,9 @@ AttentionPlan plan_attention(Mode mode, int num_seqs, int num_kv_heads, int64_t 
       std::max<int64_t>(1, int64_t(kDefaultSplitItemsPerUnit) * std::max(1, parallel_units) / work);
   const int64_t max_splits = std::max<int64_t>(1, ceil_div(max_context, kDefaultMinSplitKeys));
   int64_t count = std::min(want, max_splits);
-  // split_range rounds splits of more than kSplitAlignKeys keys up to its multiples: count only the
-  // splits the longest context then fills (no empty trailing split, no idle warp).
+  // Splits longer than a sub-block: the count of splits of the longest context's share rounded up
+  // to whole sub-blocks (kSplitAlignKeys), so that its equal parts are whole sub-blocks where the
+  // context allows (8192 keys, 33 wanted: 32 of 256, not 33 of 249, each reading 5 sub-blocks).
   const int64_t chunk = ceil_div(max_context, count);
   if (chunk > kSplitAlignKeys) count = ceil_div(max_context, ceil_div(chunk, kSplitAlignKeys) * kSplitAlignKeys);
   plan.split_count = int(count);
@@ -102,9 +103,6 @@ KeyRange split_range(const AttentionPlan& plan, int64_t visible, int index) {
   }
   int n = num_splits(plan, visible);
   int64_t chunk = ceil_div(visible, n);
-  // Splits longer than a sub-block start on sub-block boundaries (kSplitAlignKeys), so that no
-  // sub-block of keys is read by two splits; trailing splits may then be empty.
-  if (chunk > kSplitAlignKeys) chunk = ceil_div(chunk, kSplitAlignKeys) * kSplitAlignKeys;
   int64_t b = std::min<int64_t>(visible, int64_t(index) * chunk);
   return {b, std::min<int64_t>(visible, b + chunk)};
 }

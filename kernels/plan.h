@@ -49,7 +49,6 @@ struct AttentionPlan {
   enum class Kind { kSplitCount, kFixedSplitSize };
   Kind kind = Kind::kFixedSplitSize;
   int split_count = 1;    // kSplitCount: keys 0..p of a query cut into this many equal parts
-                          // (longer than kSplitAlignKeys: rounded up to its multiples)
   int split_size = 256;   // kFixedSplitSize: keys per split, aligned to absolute positions
   // Default mode, prefill over a cached prefix: cached keys (read from the paged cache) and the
   // step's new keys (read from the step's K/V) are reduced as two partial results, then merged.
@@ -62,8 +61,8 @@ inline constexpr int kInvariantAttentionSplit = 256;
 // wanted, and the fewest keys per split.
 inline constexpr int kDefaultSplitItemsPerUnit = 8;
 inline constexpr int kDefaultMinSplitKeys = 64;
-// kSplitCount: splits of more than this many keys are rounded up to a multiple of it (the kernels'
-// sub-block of keys, aligned to absolute positions).
+// The kernels' sub-block of keys (aligned to absolute positions): plan_attention picks split
+// counts whose parts of the longest context are multiples of it where possible.
 inline constexpr int kSplitAlignKeys = 64;
 AttentionPlan plan_attention(Mode mode, int num_seqs, int num_kv_heads, int64_t max_context,
                              int parallel_units);

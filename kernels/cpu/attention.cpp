@@ -10,8 +10,7 @@
 //     the block table, the prefix cache or the thread count.
 //   default (kSplitCount):
 //     decode (q_len == 1), or separate_new_keys off: [0, p] cut into split_count equal parts
-//       (split_range; parts longer than 64 keys rounded up to multiples of 64), from the cache;
-//       the count comes from the batch, so the bits do too;
+//       (split_range), from the cache; the count comes from the batch, so the bits do too;
 //     prefill (q_len > 1) with separate_new_keys: cached == 0 -> one range [0, p] from k_new/v_new;
 //       cached > 0 -> [0, cached) from the cache, then [cached, p] from k_new/v_new.
 // Threads (OpenMP, ctx.num_threads) partition (token, kv head) items, each computing the q heads of

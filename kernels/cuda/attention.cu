@@ -4,10 +4,9 @@
 // (kernels/cpu/attention.cpp):
 //   invariant (kFixedSplitSize): [j*split_size, (j+1)*split_size) ∩ [0, p], aligned to absolute
 //     positions, every key read from the paged cache (written by kv_write before attention);
-//   default (kSplitCount): decode: [0, p] cut into min(split_count, p+1) equal parts, those longer
-//     than a sub-block rounded up to multiples of 64 keys (the count comes from the batch); prefill
-//     (q_len > 1) with separate_new_keys: [0, cached) from the cache and [cached, p] from this
-//     step's k_new/v_new, two partials.
+//   default (kSplitCount): decode: [0, p] cut into min(split_count, p+1) equal parts (the count
+//     comes from the batch); prefill (q_len > 1) with separate_new_keys: [0, cached) from the cache
+//     and [cached, p] from this step's k_new/v_new, two partials.
 // Order inside one segment, per (query, q head) row: keys in sub-blocks of 64 aligned to absolute
 // positions (0, 64, 128, ...), visiting only sub-blocks that hold keys of the row's range; per
 // sub-block: s = (q . k via mma.sync m16n8k16, fp32) * scale; m_blk = max over the row's keys;
@@ -55,8 +54,6 @@ using cuda::AttnParams;
 using cuda::DecodeGrid;
 
 absl::Status invalid(const std::string& what) { return attention_invalid(what); }
-
-static_assert(kSplitAlignKeys == cuda::kAttnKeys, "segment_range rounds split-count chunks to sub-blocks");
 
 // Segments of a tile whose last row sits at position p_max (the device's tile_segment_count).
 int tile_segments(const AttentionPlan& plan, int64_t cached, int64_t q_len, int64_t p_max) {

@@ -62,9 +62,7 @@ __device__ __forceinline__ SegRange segment_range(const AttnParams& P, bool read
   }
   const int64_t n = min(int64_t(P.split_count), visible);
   if (c >= n) return SegRange{0, 0, false};
-  int64_t chunk = (visible + n - 1) / n;
-  // kernels/plan.cpp split_range: longer splits start on sub-block boundaries (kSplitAlignKeys).
-  if (chunk > kAttnKeys) chunk = (chunk + kAttnKeys - 1) / kAttnKeys * kAttnKeys;
+  const int64_t chunk = (visible + n - 1) / n;
   const int64_t b = min(visible, int64_t(c) * chunk);
   return SegRange{b, min(visible, b + chunk), false};
 }

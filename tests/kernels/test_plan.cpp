@@ -137,24 +137,17 @@ TEST(PlanAttention, DefaultSplitCountFillsUnitsByItems) {
   }
 }
 
-// Split-count splits longer than kSplitAlignKeys start on multiples of it (no sub-block of keys
-// read by two splits); shorter ones are the plain equal parts.
-TEST(PlanAttention, SplitCountSplitsStartOnSubBlocks) {
-  for (int64_t visible : {1, 64, 65, 129, 2048, 2049, 8191}) {
-    for (int count : {1, 2, 3, 7, 9, 32, 132}) {
-      AttentionPlan p;
-      p.kind = AttentionPlan::Kind::kSplitCount;
-      p.split_count = count;
-      const int n = num_splits(p, visible);
-      const int64_t equal = (visible + n - 1) / n;
-      for (int i = 0; i < n; ++i) {
-        const KeyRange r = split_range(p, visible, i);
-        if (r.begin == visible) continue;  // an empty trailing split
-        if (equal > kSplitAlignKeys) {
-          EXPECT_EQ(r.begin % kSplitAlignKeys, 0) << visible << " keys, " << count << " splits, split " << i;
-        } else {
-          EXPECT_EQ(r.begin, std::min<int64_t>(visible, i * equal)) << visible << " keys, " << count << " splits";
-        }
+// The default count is that of splits of whole sub-blocks over the longest context: with 8 kv
+// heads on 132 units and power-of-two batches and contexts, every split is a whole number of
+// kSplitAlignKeys-key sub-blocks (8192 keys at batch 4: 33 wanted, 32 of 256 keys given).
+TEST(PlanAttention, DefaultSplitsOfTheLongestContextAreWholeSubBlocks) {
+  for (int64_t ctx : {2048, 8192, 32768}) {
+    for (int seqs : {1, 2, 4, 8, 16, 32, 64, 128, 256}) {
+      const AttentionPlan p = plan_attention(Mode::kDefault, seqs, 8, ctx, 132);
+      for (int i = 0; i < num_splits(p, ctx); ++i) {
+        const KeyRange r = split_range(p, ctx, i);
+        EXPECT_EQ(r.begin % kSplitAlignKeys, 0) << seqs << " x " << ctx << ": split " << i;
+        EXPECT_EQ((r.end - r.begin) % kSplitAlignKeys, 0) << seqs << " x " << ctx << ": split " << i;
       }
     }
   }
