@@ -255,6 +255,12 @@ void run_mixed(benchmark::State& state, Mode mode, int64_t chunk, int decodes, i
   free_batch(*b);
 }
 
+// Registers a case timed by the case itself (manual time), 5 iterations, in microseconds.
+template <typename Fn>
+void add(const std::string& name, Fn fn) {
+  benchmark::RegisterBenchmark(name.c_str(), fn)->UseManualTime()->Iterations(5)->Unit(benchmark::kMicrosecond);
+}
+
 }  // namespace
 }  // namespace samebits::bench
 
@@ -323,13 +329,9 @@ int main(int argc, char** argv) {
       for (int decodes : {16, 64}) {
         for (int64_t context : {2048, 8192}) {
           for (bool graph : {false, true}) {
-            benchmark::RegisterBenchmark(absl::StrCat(graph ? "mixed-graph/" : "mixed/", m, "/chunk=", chunk,
-                                                      "/decodes=", decodes, "/context=", context)
-                                             .c_str(),
-                                         [=](benchmark::State& st) { run_mixed(st, mode, chunk, decodes, context, graph); })
-                ->UseManualTime()
-                ->Iterations(5)
-                ->Unit(benchmark::kMicrosecond);
+            add(absl::StrCat(graph ? "mixed-graph/" : "mixed/", m, "/chunk=", chunk, "/decodes=", decodes,
+                             "/context=", context),
+                [=](benchmark::State& st) { run_mixed(st, mode, chunk, decodes, context, graph); });
           }
         }
       }
@@ -360,25 +362,16 @@ int main(int argc, char** argv) {
   for (int split : {64, 128}) {
     for (int seqs : {1, 4, 16, 64}) {
       for (int64_t context : {2048, 8192}) {
-        benchmark::RegisterBenchmark(
-            absl::StrCat("decode-split=", split, "/invariant/batch=", seqs, "/context=", context).c_str(),
+        add(absl::StrCat("decode-split=", split, "/invariant/batch=", seqs, "/context=", context),
             [=](benchmark::State& st) {
               run(st, Mode::kInvariant, seqs, context, 1, 128, false, AttentionRoute::kAuto, Burst::kNone, split);
-            })
-            ->UseManualTime()
-            ->Iterations(5)
-            ->Unit(benchmark::kMicrosecond);
+            });
       }
     }
     for (int64_t chunk : {1024, 4096}) {
-      benchmark::RegisterBenchmark(absl::StrCat("prefill-split=", split, "/invariant/chunk=", chunk).c_str(),
-                                   [=](benchmark::State& st) {
-                                     run(st, Mode::kInvariant, 1, chunk, chunk, 128, false, AttentionRoute::kAuto,
-                                         Burst::kNone, split);
-                                   })
-          ->UseManualTime()
-          ->Iterations(5)
-          ->Unit(benchmark::kMicrosecond);
+      add(absl::StrCat("prefill-split=", split, "/invariant/chunk=", chunk), [=](benchmark::State& st) {
+        run(st, Mode::kInvariant, 1, chunk, chunk, 128, false, AttentionRoute::kAuto, Burst::kNone, split);
+      });
     }
   }
   // Default mode planned for other items per unit than kDefaultSplitItemsPerUnit (8): the units
@@ -386,15 +379,11 @@ int main(int argc, char** argv) {
   for (int items : {4, 16}) {
     for (int seqs : {1, 4, 16, 64}) {
       for (int64_t context : {2048, 8192}) {
-        benchmark::RegisterBenchmark(
-            absl::StrCat("decode-items=", items, "/default/batch=", seqs, "/context=", context).c_str(),
+        add(absl::StrCat("decode-items=", items, "/default/batch=", seqs, "/context=", context),
             [=](benchmark::State& st) {
               run(st, Mode::kDefault, seqs, context, 1, 128, false, AttentionRoute::kAuto, Burst::kNone, 0,
                   kDefaultParallelUnits * items / kDefaultSplitItemsPerUnit);
-            })
-            ->UseManualTime()
-            ->Iterations(5)
-            ->Unit(benchmark::kMicrosecond);
+            });
       }
     }
   }
