@@ -100,9 +100,9 @@ const Backend* find_backend(const std::string& name, std::string* why);
 // suite's (tests/mutation). The table must outlive its registration.
 void register_backend(const std::string& name, const Backend* backend);
 
-// Bumped whenever any kernel's arithmetic changes; goldens depend on it. 2: the MLP's gate and up
-// projections as one linear of 2F columns (gate_up_silu; default mode's plan and cuBLASLt's
-// algorithm follow the wider shape).
+// Bumped whenever any kernel's arithmetic changes; goldens depend on it. 2: default-mode split-KV
+// count per warps (plan_attention), and the MLP's gate and up projections as one linear of 2F
+// columns (gate_up_silu: default mode's plan and cuBLASLt's algorithm follow the wider shape).
 inline constexpr int kKernelSetVersion = 2;
 
 }  // namespace samebits
