@@ -20,10 +20,18 @@
 //   parts grows as rows shrink, so a row's bits follow the batch size. No atomics.
 #include "kernels/cuda/cuda_common.h"
 #include "kernels/cuda/cuda_ops.h"
+#include "kernels/cuda/rmsnorm_math.cuh"
 #include "kernels/op_checks.h"
 
 namespace samebits {
 namespace {
+
+using cuda::add_squares8;
+using cuda::bf16_at;
+using cuda::inverse_rms;
+using cuda::normed8;
+using cuda::pack_bf16x8;
+using cuda::warp_butterfly_sum;
 
 struct RmsParams {
   const bf16* x;
@@ -98,13 +106,7 @@ __device__ __forceinline__ float warp_sum_squares(const RmsParams& p, int64_t ro
       acc = acc + sq;
     }
   }
-#pragma unroll
-  for (int o = 16; o >= 1; o >>= 1) acc = acc + __shfl_xor_sync(0xffffffffu, acc, o);
-  return acc;
-}
-
-__device__ __forceinline__ float inverse_rms(float ss, int64_t dim, float eps) {
-  return __fdiv_rn(1.0f, __fsqrt_rn(__fadd_rn(__fdiv_rn(ss, float(dim)), eps)));
+  return warp_butterfly_sum(acc);
 }
 
 // y for the elements [begin, end) of a row with stride `step`, reading h back (residual or x).
@@ -168,66 +170,57 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
 constexpr int kMaxChunksPerLane = 16;  // rows of up to 32 * 8 * 16 = 4096 values in registers
 constexpr int kVecWarpsPerBlock = 4;
 
-__device__ __forceinline__ float bf16_at(const uint4& v, int e) {
-  const uint32_t w = e < 2 ? v.x : e < 4 ? v.y : e < 6 ? v.z : v.w;
-  return to_float(bf16{uint16_t(w >> (16 * (e % 2)))});
-}
-
-__device__ __forceinline__ uint4 pack_bf16x8(const float (&f)[8]) {
-  uint32_t w[4];
-#pragma unroll
-  for (int k = 0; k < 4; ++k) w[k] = uint32_t(to_bf16(f[2 * k]).bits) | (uint32_t(to_bf16(f[2 * k + 1]).bits) << 16);
-  return make_uint4(w[0], w[1], w[2], w[3]);
-}
-
 // rmsnorm_rows_kernel's warp order and arithmetic with the row held in registers: every chunk of
-// a lane is loaded (h = bf16(x + residual) formed and stored) before the first add, then the same
-// adds in the same order, then y written 16 bytes at a time from the registers. Needs dim % 8 == 0,
+// a lane (x and residual) is loaded before the first store or add, so a lane's loads are all in
+// flight at once (the residual stores would otherwise order each chunk's loads behind the previous
+// chunk's store: one memory latency per chunk); then h = bf16(x + residual) formed and stored, the
+// same adds in the same order, y written 16 bytes at a time. Needs dim % 8 == 0,
 // dim <= 32 * 8 * kMaxChunksPerLane and 16-byte aligned x, residual, weight and y.
+template <bool kResidual>
 __global__ void __launch_bounds__(kVecWarpsPerBlock * 32) rmsnorm_rows_vec_kernel(RmsParams p) {
   const int lane = threadIdx.x & 31;
   const int64_t row = int64_t(blockIdx.x) * kVecWarpsPerBlock + (threadIdx.x >> 5);
   if (row >= p.rows) return;
   const int chunks = int(p.dim / 8);
-  uint4 h[kMaxChunksPerLane];
+  const bf16* __restrict__ x = p.x;
+  uint4 h[kMaxChunksPerLane], r[kResidual ? kMaxChunksPerLane : 1];
 #pragma unroll
   for (int c = 0; c < kMaxChunksPerLane; ++c) {
     const int chunk = lane + 32 * c;
-    if (chunk >= chunks) break;
-    const int64_t base = row * p.dim + int64_t(chunk) * 8;
-    h[c] = *reinterpret_cast<const uint4*>(p.x + base);
-    if (p.residual != nullptr) {
-      const uint4 r = *reinterpret_cast<const uint4*>(p.residual + base);
-      float s[8];
+    if (chunk < chunks) {
+      const int64_t base = row * p.dim + int64_t(chunk) * 8;
+      h[c] = __ldg(reinterpret_cast<const uint4*>(x + base));
+      if constexpr (kResidual) r[c] = *reinterpret_cast<const uint4*>(p.residual + base);
+    }
+  }
+  if constexpr (kResidual) {
 #pragma unroll
-      for (int e = 0; e < 8; ++e) s[e] = bf16_at(h[c], e) + bf16_at(r, e);
-      h[c] = pack_bf16x8(s);
-      *reinterpret_cast<uint4*>(p.residual + base) = h[c];
+    for (int c = 0; c < kMaxChunksPerLane; ++c) {
+      const int chunk = lane + 32 * c;
+      if (chunk < chunks) {
+        float s[8];
+#pragma unroll
+        for (int e = 0; e < 8; ++e) s[e] = bf16_at(h[c], e) + bf16_at(r[c], e);
+        h[c] = pack_bf16x8(s);
+        *reinterpret_cast<uint4*>(p.residual + row * p.dim + int64_t(chunk) * 8) = h[c];
+      }
     }
   }
   float acc = 0.0f;
 #pragma unroll
   for (int c = 0; c < kMaxChunksPerLane; ++c) {
-    if (lane + 32 * c >= chunks) break;
-#pragma unroll
-    for (int e = 0; e < 8; ++e) {
-      const float v = bf16_at(h[c], e);
-      const float sq = v * v;
-      acc = acc + sq;
-    }
+    if (lane + 32 * c < chunks) acc = add_squares8(acc, h[c]);
   }
-#pragma unroll
-  for (int o = 16; o >= 1; o >>= 1) acc = acc + __shfl_xor_sync(0xffffffffu, acc, o);
-  const float inv = inverse_rms(acc, p.dim, p.eps);
+  const float inv = inverse_rms(warp_butterfly_sum(acc), p.dim, p.eps);
 #pragma unroll
   for (int c = 0; c < kMaxChunksPerLane; ++c) {
     const int chunk = lane + 32 * c;
-    if (chunk >= chunks) break;
-    const uint4 w = *reinterpret_cast<const uint4*>(p.weight + int64_t(chunk) * 8);
-    float y[8];
-#pragma unroll
-    for (int e = 0; e < 8; ++e) y[e] = round_bf16(bf16_at(h[c], e) * inv) * bf16_at(w, e);
-    *reinterpret_cast<uint4*>(p.y + row * p.dim + int64_t(chunk) * 8) = pack_bf16x8(y);
+    if (chunk < chunks) {
+      const uint4 w = __ldg(reinterpret_cast<const uint4*>(p.weight + int64_t(chunk) * 8));
+      float y[8];
+      normed8(h[c], w, inv, y);
+      *reinterpret_cast<uint4*>(p.y + row * p.dim + int64_t(chunk) * 8) = pack_bf16x8(y);
+    }
   }
 }
 
@@ -243,7 +236,11 @@ absl::Status cuda_rmsnorm(const ExecContext& ctx, const RmsNormArgs& a) {
   cudaStream_t stream = cuda::stream_of(ctx);
   if (plan.parts <= 1 && p.vec && a.dim <= 32 * 8 * kMaxChunksPerLane && aligned16(a.weight) && aligned16(a.y)) {
     const int64_t blocks = cuda::ceil_div64(a.rows, kVecWarpsPerBlock);
-    rmsnorm_rows_vec_kernel<<<unsigned(blocks), kVecWarpsPerBlock * 32, 0, stream>>>(p);
+    if (a.residual != nullptr) {
+      rmsnorm_rows_vec_kernel<true><<<unsigned(blocks), kVecWarpsPerBlock * 32, 0, stream>>>(p);
+    } else {
+      rmsnorm_rows_vec_kernel<false><<<unsigned(blocks), kVecWarpsPerBlock * 32, 0, stream>>>(p);
+    }
     return cuda::check_launch("rmsnorm_rows_vec_kernel");
   }
   if (plan.parts <= 1) {
