@@ -54,6 +54,7 @@ Backend make_cpu_backend() {
   b.silu_mul = cpu_silu_mul;
   b.embedding = cpu_embedding;
   b.kv_write = cpu_kv_write;
+  b.qkv_prep = cpu_qkv_prep;
   b.attention = cpu_attention;
   b.argmax = cpu_argmax;
   b.sample = cpu_sample;
