@@ -24,7 +24,7 @@ def main() -> int:
     modes = {m["mode"]: m for m in (sb or {}).get("modes", [])}
     hf_s = hf["run_seconds"] if hf else None
     print(f"\n{'engine':<22}{'run s':>8}{'tok/s':>9}{'/ HF time':>11}{'set-up s (weights + KV)':>26}"
-          f"{'host RSS GB (+model)':>22}{'waits/step':>11}{'host ms/step':>13}{'device-idle ms/step':>20}  check")
+          f"{'host RSS GB (+model)':>22}{'waits/step':>11}{'host ms/step':>13}{'pre/post ms/step':>20}  check")
     for name in ("invariant", "default"):
         m = modes.get(name)
         if not m:

@@ -208,11 +208,11 @@ absl::StatusOr<StepRecord> Engine::Impl::run_step(const StepRecord* forced) {
   const Backend& backend = m.model->backend();
   std::optional<StepRecord> record;
   if (!m.config.overlap) record = sched.record_of(out), sched.commit(out);
+  // The device starts on the step's first op while the host still issues the others.
+  m.stats.host_idle_device_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - m.step_start).count();
   if (absl::Status s = m.model->forward_sample_begin(m.config.exec, m.batch, m.rows, m.observed_rows); !s.ok()) {
     return s;
   }
-  const auto enqueued = std::chrono::steady_clock::now();
-  m.stats.host_idle_device_seconds += std::chrono::duration<double>(enqueued - m.step_start).count();
   if (m.config.overlap) {
     record = sched.record_of(out);
     sched.commit(out);  // the step's input tokens are known: its full blocks can be registered

@@ -101,8 +101,8 @@ struct EngineStats {
   double step_seconds = 0;
   double host_wait_seconds = 0;
   int64_t host_waits = 0;
-  // Host time of steps spent while none of the step's work was on the device (before it was
-  // enqueued, after its results arrived): the device idles between steps for at least this long.
+  // Host time of steps spent before the step's first op was issued and after its results arrived:
+  // the device has none of the step's work then (it may still run the previous step's tail).
   double host_idle_device_seconds = 0;
   // Steps whose host work between enqueueing and waiting (the step's record, the prefix cache's
   // registration of its blocks) finished while the device was still computing the step

@@ -49,7 +49,7 @@ struct RunFigures {
   double step_seconds = 0;
   double host_wait_seconds = 0;
   int64_t host_waits = 0;
-  double host_idle_device_seconds = 0;  // host time in steps with none of the step's work on the device
+  double host_idle_device_seconds = 0;  // host time in steps before the first op issued, after the results
   int64_t overlapped_steps = 0;         // steps whose host work ran while the device computed them
   int64_t graph_replays = 0;   // steps replayed from recorded graphs
   int64_t graph_captures = 0;

@@ -32,8 +32,8 @@ std::string format_timing(const RunResults& r) {
     const RunFigures& f = m.figures;
     const double steps = double(std::max<int64_t>(f.engine_steps, 1));
     out += absl::StrFormat(
-        "  %-9s set-up: weights %.2f s%s, KV cache %.2f s | run %.2f s, %d steps: host %.2f ms/step (%.2f with the device "
-        "idle, %d steps overlapped), %.1f device waits/step (%.2f s waiting), %d steps from graphs (%d recorded) | "
+        "  %-9s set-up: weights %.2f s%s, KV cache %.2f s | run %.2f s, %d steps: host %.2f ms/step (%.2f before its first "
+        "op or after its results, %d steps overlapped), %.1f device waits/step (%.2f s waiting), %d steps from graphs (%d recorded) | "
         "host RSS %.2f GB (%.2f GB before the model, peak %.2f GB)\n",
         mode_name(m.mode), f.setup_weights_seconds,
         f.setup_weights_bytes > 0 && f.setup_weights_seconds > 0

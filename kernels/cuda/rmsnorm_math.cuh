@@ -44,10 +44,10 @@ __device__ __forceinline__ float inverse_rms(float ss, int64_t dim, float eps) {
   return __fdiv_rn(1.0f, __fsqrt_rn(__fadd_rn(__fdiv_rn(ss, float(dim)), eps)));
 }
 
-// y = bf16(bf16(h * inv) * w) for 8 values, as floats (each already a bf16 value).
+// y = bf16(h * inv) * w for 8 values in fp32; pack_bf16x8 rounds them (the stored bf16(...)).
 __device__ __forceinline__ void normed8(const uint4& h, const uint4& w, float inv, float (&y)[8]) {
 #pragma unroll
-  for (int e = 0; e < 8; ++e) y[e] = round_bf16(round_bf16(bf16_at(h, e) * inv) * bf16_at(w, e));
+  for (int e = 0; e < 8; ++e) y[e] = round_bf16(bf16_at(h, e) * inv) * bf16_at(w, e);
 }
 
 }  // namespace samebits::cuda

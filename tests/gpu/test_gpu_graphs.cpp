@@ -233,7 +233,7 @@ TEST(GpuEngineOverlap, SameScheduleAndBitsWithAndWithoutAndTheHostWorkOverlaps) 
     ec.overlap = true;
     const RunOutcome overlapped = run_workload(*model, ec, arrivals);
     ASSERT_EQ(overlapped.error, "");
-    std::printf("[%s] %lld of %lld steps overlapped; host %.3f ms/step with the device idle (%.3f without overlap)\n",
+    std::printf("[%s] %lld of %lld steps overlapped; host %.3f ms/step before the first op or after the results (%.3f without overlap)\n",
                 mode_str(mode).c_str(), static_cast<long long>(overlapped.stats.overlapped_steps),
                 static_cast<long long>(overlapped.stats.steps),
                 1e3 * overlapped.stats.host_idle_device_seconds / double(overlapped.stats.steps),
