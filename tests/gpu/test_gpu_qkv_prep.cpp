@@ -5,6 +5,9 @@
 // stride; slot mappings skip tokens and name slots twice (last wins).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <tuple>
+
 #include "kernels/fixed_math.h"
 #include "tests/gpu/gpu_test_support.h"
 #include "tests/support/test_support.h"
