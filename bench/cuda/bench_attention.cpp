@@ -8,8 +8,12 @@
 // time without each call's host work, as the engine's captured steps see it); decode-kernel,
 // decode-kernel-wide, decode-64row: the decode routes forced (AttentionRoute);
 // floor = the K and V bytes read once at the measured copy bandwidth (frac_bw = floor / time).
-// Prefill: one chunk of 64..4096 tokens over an empty cache (causal); floor = the QK^T and PV multiply-adds at the dense bf16
-// tensor-core rate (989 TFLOP/s datasheet; frac_tc = floor / time). Time per call from CUDA events
+// Prefill: one chunk of 64..4096 tokens over an empty cache (causal); prefill-cached: chunks of
+// 256..4096 tokens over a cached prefix of 2048 keys in the paged cache (hd=64 too), and
+// prefill-64row the same with the 64-row kernel forced (AttentionRoute::kGeneralOnly; the
+// automatic route takes the wgmma kernel on an H200); floor = the QK^T and PV multiply-adds of
+// the visible (query, key) pairs at the dense bf16 tensor-core rate (989 TFLOP/s datasheet;
+// frac_tc = floor / time). Time per call from CUDA events
 // over a batch of calls; the host part of each call (launch sizing from the host mirrors) is
 // included in the time.
 #include <cuda_runtime.h>
@@ -171,7 +175,8 @@ void run(benchmark::State& state, Mode mode, int seqs, int64_t context, int64_t 
     state.counters["GBs"] = bytes / t / 1e9;
     state.counters["frac_bw"] = bytes / copy_bandwidth() / t;
   } else {
-    const double pairs = double(seqs) * q_len * (q_len + 1) / 2.0;  // (query, visible key) pairs
+    const double cached = double(context - q_len);
+    const double pairs = double(seqs) * (q_len * cached + q_len * (q_len + 1) / 2.0);  // visible (query, key) pairs
     const double flops = 4.0 * kHq * hd * pairs;
     state.counters["TFLOPs"] = flops / t / 1e12;
     state.counters["frac_tc"] = flops / kTensorPeak / t;
@@ -246,6 +251,21 @@ int main(int argc, char** argv) {
       benchmark::RegisterBenchmark(absl::StrCat("prefill/", m, "/chunk=", chunk).c_str(),
                                    [=](benchmark::State& st) { run(st, mode, 1, chunk, chunk, 128); })
           ->UseManualTime()->Iterations(5)->Unit(benchmark::kMicrosecond);
+    }
+    constexpr int64_t kPrefix = 2048;
+    for (int hd : {128, 64}) {
+      for (int64_t chunk : {256, 1024, 4096}) {
+        for (AttentionRoute route : {AttentionRoute::kAuto, AttentionRoute::kGeneralOnly}) {
+          if (route == AttentionRoute::kGeneralOnly && hd == 64) continue;
+          const char* kernel = route == AttentionRoute::kAuto ? "prefill-cached/" : "prefill-64row/";
+          benchmark::RegisterBenchmark(
+              absl::StrCat(kernel, m, "/", hd == 128 ? "" : "hd=64/", "chunk=", chunk, "/cached=", kPrefix).c_str(),
+              [=](benchmark::State& st) { run(st, mode, 1, kPrefix + chunk, chunk, hd, false, route); })
+              ->UseManualTime()
+              ->Iterations(5)
+              ->Unit(benchmark::kMicrosecond);
+        }
+      }
     }
   }
   benchmark::Initialize(&argc, argv);

@@ -17,7 +17,9 @@
 // Merge of the segments of a row, in index order, empty ones skipped: the first partial is taken
 // as is; then M' = max(M, m_c), a = fixed_expf(M - M'), b = fixed_expf(m_c - M'),
 // L = L*a + l_c*b, O = O*a + o_c*b; out = bf16(O / L). This fold runs either in the block that
-// computed all of a tile's segments (attention_kernel.cuh: tiles of 17..64 rows), or, for a
+// computed all of a tile's segments (attention_kernel.cuh: tiles of 17..64 rows; on compute
+// capability 9.0 sm90a/attention_prefill.cu: tiles of up to 128 rows on wgmma, whose k16 steps
+// give mma.sync's bits, for calls with a sequence of 128 rows or more), or, for a
 // sequence's last tile of 1..16 rows (decodes), in a merge kernel over partials stored in fp32 by
 // one warp per segment (attention_decode.cuh): the same operations in the same order, so both give
 // the same bits (gpu_tests runs both routes on the same batches and compares them bit for bit).
@@ -38,9 +40,11 @@
 #include "kernels/cuda/attention_decode.cuh"
 #include "kernels/cuda/attention_decode_chain.cuh"
 #include "kernels/cuda/attention_kernel.cuh"
+#include "kernels/cuda/attention_prefill.h"
 #include "kernels/cuda/attention_worklist.cuh"
 #include "kernels/cuda/cuda_common.h"
 #include "kernels/cuda/cuda_ops.h"
+#include "kernels/cuda/linear_common.cuh"
 
 namespace samebits {
 namespace {
@@ -62,6 +66,8 @@ size_t align256(size_t n) { return (n + 255) / 256 * 256; }
 // How much work one call may hold: items of the 64-row kernel (per kv head) and the decode grid.
 struct Extents {
   int64_t items = 0;
+  int64_t prefill_items = 0;  // items of kPrefillTileRows rows (the wgmma prefill kernel's list)
+  int64_t max_rows = 0;       // the most rows of one sequence (a bound without host mirrors)
   DecodeGrid grid{0, 1};
   int decode_slots = 0;      // gridDim.x of the decode kernel
   int64_t decode_tiles = 0;  // tiles of 1..16 rows per kv head (a bound without host mirrors)
@@ -75,9 +81,12 @@ Extents exact_extents(const AttentionArgs& a, const int32_t* qs, const int32_t* 
     const int64_t q_len = int64_t(qs[s + 1]) - qs[s];
     const int64_t cached = int64_t(cl[s]) - q_len;
     const int64_t rows = q_len * group, rem = rows % cuda::kAttnRows;
+    e.max_rows = std::max(e.max_rows, rows);
     e.items += rows / cuda::kAttnRows;
+    const bool listed = rem > cuda::kDecodeRows || route == AttentionRoute::kGeneralOnly;
+    e.prefill_items += (rows - (listed ? 0 : rem) + cuda::kPrefillTileRows - 1) / cuda::kPrefillTileRows;
     if (rem == 0) continue;
-    if (rem > cuda::kDecodeRows || route == AttentionRoute::kGeneralOnly) {
+    if (listed) {
       ++e.items;
       continue;
     }
@@ -98,8 +107,9 @@ Extents bound_extents(const AttentionArgs& a, AttentionRoute route) {
   const int64_t max_q = std::max<int64_t>(1, a.T - a.num_seqs + 1);
   const int64_t rows = a.T * group;
   Extents e;
+  e.max_rows = group * max_q;
   if (route == AttentionRoute::kGeneralOnly) {
-    e.items = std::min<int64_t>(rows, rows / cuda::kAttnRows + a.num_seqs);
+    e.items = e.prefill_items = std::min<int64_t>(rows, rows / cuda::kAttnRows + a.num_seqs);
     return e;
   }
   // Tiles of the 64-row kernel hold at least 17 rows each; none when every sequence's rows fit one
@@ -107,6 +117,7 @@ Extents bound_extents(const AttentionArgs& a, AttentionRoute route) {
   e.items = group * max_q <= cuda::kDecodeRows
                 ? 0
                 : std::min<int64_t>(rows / (cuda::kDecodeRows + 1), rows / cuda::kAttnRows + a.num_seqs);
+  e.prefill_items = e.items;
   int64_t segments = 0;
   if (a.plan.kind == AttentionPlan::Kind::kFixedSplitSize) {
     segments = (max_context + a.plan.split_size - 1) / a.plan.split_size;
@@ -186,14 +197,33 @@ absl::Status launch_chain(const AttnParams& params, const Extents& e, cudaStream
   return cuda::check_launch("attention_decode_chain_kernel");
 }
 
+// Which kernel takes the tiles of more than 16 rows (cuda_ops.h, AttentionPrefillPlan).
+AttentionPrefillPlan prefill_plan(const AttentionArgs& a, const Extents& e, AttentionRoute route) {
+  AttentionPrefillPlan p;
+  const bool forced = route == AttentionRoute::kPrefillKernel || route == AttentionRoute::kPrefillKernelPlanted;
+  p.wgmma = forced || (route != AttentionRoute::kGeneralOnly && e.max_rows >= cuda::kPrefillTileRows &&
+                       cuda::is_hopper_device());
+  if (p.wgmma) {
+    p.tile_rows = cuda::kPrefillTileRows;
+    p.threads = cuda::prefill_threads();
+    p.stages = cuda::prefill_stages(a.head_dim);
+    p.smem_bytes = cuda::prefill_smem_bytes(a.head_dim);
+  } else {
+    p.smem_bytes = cuda::kAttnRows * a.head_dim * 2 + 4 * cuda::kAttnKeys * a.head_dim * 2;
+  }
+  return p;
+}
+
 template <int HD>
-absl::Status launch(const AttnParams& base, const Extents& e, AttentionRoute route, cudaStream_t stream) {
+absl::Status launch(const AttnParams& base, const Extents& e, AttentionRoute route, const AttentionPrefillPlan& pp,
+                    cudaStream_t stream) {
   constexpr int kSmem = cuda::kAttnRows * HD * 2 + 4 * cuda::kAttnKeys * HD * 2;
   static bool general_set = false;
   SAMEBITS_RETURN_IF_ERROR(raise_smem_limit(cuda::attention_kernel<HD>, kSmem, &general_set));
   const DecodeGrid& grid = e.grid;
   const size_t o_items = 256;
-  const size_t o_partials = align256(o_items + sizeof(AttnItem) * size_t(e.items));
+  const int64_t items = pp.wgmma ? e.prefill_items : e.items;
+  const size_t o_partials = align256(o_items + sizeof(AttnItem) * size_t(items));
   const size_t partial_floats = grid.max_segments > 1 ? size_t(base.num_seqs) * base.num_kv_heads *
                                                             grid.max_segments * grid.partial_rows * (HD + 2)
                                                       : 0;
@@ -204,13 +234,18 @@ absl::Status launch(const AttnParams& base, const Extents& e, AttentionRoute rou
   params.item_count = reinterpret_cast<const int*>(p);
   params.items = reinterpret_cast<const AttnItem*>(p + o_items);
   params.partials = reinterpret_cast<float*>(p + o_partials);
-  if (e.items > 0) {
+  if (items > 0) {
     cuda::attention_worklist_kernel<<<1, cuda::kWorklistThreads, 0, stream>>>(
-        params, reinterpret_cast<AttnItem*>(p + o_items), reinterpret_cast<int*>(p), int(e.items),
-        route == AttentionRoute::kGeneralOnly);
+        params, reinterpret_cast<AttnItem*>(p + o_items), reinterpret_cast<int*>(p), int(items),
+        route == AttentionRoute::kGeneralOnly, pp.tile_rows);
     SAMEBITS_RETURN_IF_ERROR(cuda::check_launch("attention_worklist_kernel"));
-    cuda::attention_kernel<HD><<<unsigned(e.items * base.num_kv_heads), cuda::kAttnThreads, kSmem, stream>>>(params);
-    SAMEBITS_RETURN_IF_ERROR(cuda::check_launch("attention_kernel"));
+    if (pp.wgmma) {
+      SAMEBITS_RETURN_IF_ERROR(cuda::launch_attention_prefill(params, items, HD,
+                                                              route == AttentionRoute::kPrefillKernelPlanted, stream));
+    } else {
+      cuda::attention_kernel<HD><<<unsigned(items * base.num_kv_heads), cuda::kAttnThreads, kSmem, stream>>>(params);
+      SAMEBITS_RETURN_IF_ERROR(cuda::check_launch("attention_kernel"));
+    }
   }
   if (grid.max_segments > 0) {
     // Tiles of at most 8 rows (every decode tile of the launch): the kernel without mma rows 8..15.
@@ -233,6 +268,18 @@ absl::Status launch(const AttnParams& base, const Extents& e, AttentionRoute rou
 
 absl::Status cuda_attention(const ExecContext& ctx, const AttentionArgs& a) {
   return cuda_attention_routed(ctx, a, AttentionRoute::kAuto);
+}
+
+std::string AttentionPrefillPlan::describe() const {
+  return absl::StrCat("prefill{", wgmma ? "wgmma" : "64-row", " tile_rows=", tile_rows, " threads=", threads,
+                      " stages=", stages, " smem=", smem_bytes, "}");
+}
+
+AttentionPrefillPlan cuda_attention_prefill_plan(const AttentionArgs& a, AttentionRoute route) {
+  const bool mirrors = a.host_query_start && a.host_context_lens;
+  const Extents e =
+      mirrors ? exact_extents(a, a.host_query_start, a.host_context_lens, route) : bound_extents(a, route);
+  return prefill_plan(a, e, route);
 }
 
 absl::Status cuda_attention_routed(const ExecContext& ctx, const AttentionArgs& a, AttentionRoute route) {
@@ -261,12 +308,14 @@ absl::Status cuda_attention_routed(const ExecContext& ctx, const AttentionArgs& 
     return mirrors ? exact_extents(a, a.host_query_start, a.host_context_lens, r) : bound_extents(a, r);
   };
   Extents e = extents(route);
+  const AttentionPrefillPlan pp = prefill_plan(a, e, route);
   // Decode tiles of one segment each, fewer than two per SM: one whole-context chain per warp then
   // leaves most of the machine idle, and the 64-row kernel (four warps loading per tile) was a
   // little faster on the H200 (bench/cuda/NOTES.md, default mode: batch 16, split_count 1: 0.157
   // vs 0.144 of the copy floor; batch 64: 0.32 vs 0.58, so the decode kernel from there on). Speed
   // only: every route gives the same bits.
-  if (route == AttentionRoute::kAuto && e.grid.max_segments == 1 &&
+  // Not with the wgmma prefill kernel: it keeps the list of 128-row tiles.
+  if (route == AttentionRoute::kAuto && !pp.wgmma && e.grid.max_segments == 1 &&
       e.decode_tiles * a.num_kv_heads < int64_t(2) * cuda::device_sm_count()) {
     e = extents(AttentionRoute::kGeneralOnly);
     route = AttentionRoute::kGeneralOnly;
@@ -297,8 +346,8 @@ absl::Status cuda_attention_routed(const ExecContext& ctx, const AttentionArgs& 
   params.out = a.out;
   params.mailbox = cuda::device_error_mailbox();
   cudaStream_t stream = cuda::stream_of(ctx);
-  if (a.head_dim == 64) return launch<64>(params, e, route, stream);
-  return launch<128>(params, e, route, stream);
+  if (a.head_dim == 64) return launch<64>(params, e, route, pp, stream);
+  return launch<128>(params, e, route, pp, stream);
 }
 
 }  // namespace samebits

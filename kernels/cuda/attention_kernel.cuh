@@ -110,6 +110,22 @@ __device__ __forceinline__ float fold_value(bool has_total, float total, float a
   const float x = total * a, y = v * b;
   return x + y;
 }
+// Folds the segment partial (o, m, l) of this lane's row half h (accumulator entries 2h, 2h + 1)
+// into the row's running total (ot, tot_m, tot_l), in segment order.
+template <int NTD>
+__device__ __forceinline__ void fold_row_partial(int h, const float (&o)[NTD][4], float m, float l,
+                                                 float (&ot)[NTD][4], float& tot_m, float& tot_l, bool& has_total) {
+  float new_m, a, b;
+  fold_scales(has_total, tot_m, m, &new_m, &a, &b);
+#pragma unroll
+  for (int nt = 0; nt < NTD; ++nt) {
+    ot[nt][2 * h] = fold_value(has_total, ot[nt][2 * h], a, o[nt][2 * h], b);
+    ot[nt][2 * h + 1] = fold_value(has_total, ot[nt][2 * h + 1], a, o[nt][2 * h + 1], b);
+  }
+  tot_l = fold_value(has_total, tot_l, a, l, b);
+  tot_m = new_m;
+  has_total = true;
+}
 
 // Key rows of a K/V sub-block in shared memory: chunk `chunk` (16 bytes) of key row `key`.
 template <int HD>
@@ -446,16 +462,7 @@ __global__ void __launch_bounds__(kAttnThreads) attention_kernel(AttnParams P) {
     for (int h = 0; h < 2; ++h) {
       const int r = warp * 16 + (lane >> 2) + h * 8;
       if (r >= it.nrows || first[h]) continue;
-      float new_m, a, b;
-      fold_scales(has_total[h], tot_m[h], m[h], &new_m, &a, &b);
-#pragma unroll
-      for (int nt = 0; nt < NTD; ++nt) {
-        ot[nt][2 * h] = fold_value(has_total[h], ot[nt][2 * h], a, o[nt][2 * h], b);
-        ot[nt][2 * h + 1] = fold_value(has_total[h], ot[nt][2 * h + 1], a, o[nt][2 * h + 1], b);
-      }
-      tot_l[h] = fold_value(has_total[h], tot_l[h], a, l[h], b);
-      tot_m[h] = new_m;
-      has_total[h] = true;
+      fold_row_partial<NTD>(h, o, m[h], l[h], ot, tot_m[h], tot_l[h], has_total[h]);
     }
     __syncthreads();  // range_lo / range_hi are rewritten by the next segment
   }

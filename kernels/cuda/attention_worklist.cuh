@@ -2,7 +2,8 @@
 // the host needs only shapes (no download, no synchronisation; capturable in a CUDA graph):
 //   - each sequence's rows (query tokens x group, query-major) are cut into tiles of 64 rows; a
 //     last tile of 1..16 rows is a decode tile (attention_decode.cuh, implicit grid), every other
-//     tile is a work item of the 64-row kernel (attention_kernel.cuh), listed here by
+//     tile is a work item of the 64-row kernel (attention_kernel.cuh; or those rows in items of
+//     128 for the wgmma prefill kernel, sm90a/attention_prefill.cu), listed here by
 //     attention_worklist_kernel (one block; a scan over the sequences), longest tile of a
 //     sequence first (scheduling only);
 //   - the layout checks of check_attention_sequences (kernels/attention_host.h) run on the device
@@ -63,11 +64,13 @@ __device__ __forceinline__ int tile_segment_count(const AttnParams& P, bool read
   return int(min(int64_t(P.split_count), visible));
 }
 
-// Writes the 64-row kernel's items and their number (*count). capacity: room in items. With
-// decode_tiles_too, the decode tiles are listed as well (AttentionRoute::kGeneralOnly).
+// Writes the items and their number (*count). capacity: room in items. With decode_tiles_too,
+// the decode tiles are listed as well (AttentionRoute::kGeneralOnly). The rows of a sequence that
+// are not its decode tile are cut into items of tile_rows rows (kAttnRows for the 64-row kernel,
+// kPrefillTileRows (attention_prefill.h) for the wgmma prefill kernel); a row's bits do not depend on its item.
 __global__ void __launch_bounds__(kWorklistThreads) attention_worklist_kernel(AttnParams P, AttnItem* items,
                                                                             int* count, int capacity,
-                                                                            bool decode_tiles_too) {
+                                                                            bool decode_tiles_too, int tile_rows) {
   __shared__ int warp_total[kWorklistThreads / 32];
   __shared__ int base;
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
@@ -79,12 +82,13 @@ __global__ void __launch_bounds__(kWorklistThreads) attention_worklist_kernel(At
   const int group = P.num_q_heads / P.num_kv_heads;
   for (int first = 0; first < P.num_seqs; first += kWorklistThreads) {
     const int s = first + tid;
-    int64_t rows = 0;
+    int64_t rows = 0, item_rows = 0;
     int tiles = 0;
     if (s < P.num_seqs && attention_sequence_ok(P, s, true)) {
       rows = int64_t(P.query_start[s + 1] - P.query_start[s]) * group;
       const int64_t rem = rows % kAttnRows;
-      tiles = int(rows / kAttnRows) + (rem > (decode_tiles_too ? 0 : kDecodeRows) ? 1 : 0);
+      item_rows = rows - (rem <= (decode_tiles_too ? 0 : kDecodeRows) ? rem : 0);
+      tiles = int((item_rows + tile_rows - 1) / tile_rows);
     }
     // Exclusive scan of `tiles` over the block (warp shuffles, then the warps' totals).
     int incl = tiles;
@@ -104,8 +108,8 @@ __global__ void __launch_bounds__(kWorklistThreads) attention_worklist_kernel(At
       const bool reads_new = P.split_count_kind && P.separate_new_keys && q_len > 1;
       for (int t = 0; t < tiles; ++t) {
         const int tile = tiles - 1 - t;  // the tile with the most keys first
-        const int row0 = tile * kAttnRows;
-        const int nrows = int(min(int64_t(kAttnRows), rows - row0));
+        const int row0 = tile * tile_rows;
+        const int nrows = int(min(int64_t(tile_rows), item_rows - row0));
         const int64_t p_max = cached + (row0 + nrows - 1) / group;
         if (before + t < capacity) {
           items[before + t] = AttnItem{s, row0, nrows, tile_segment_count(P, reads_new, cached, p_max)};

@@ -32,10 +32,26 @@ absl::Status cuda_fill_synthetic(void* dst, int64_t n, uint64_t tensor_key, floa
 // kAuto (cuda_attention) chooses by speed, kDecodeKernel gives them to the one-warp-per-segment
 // decode kernel (as many warps per block as kAuto would take), kDecodeKernelWide to the decode
 // kernel with the most warps per block that fit (kAuto takes them only when they still fill the
-// machine), kGeneralOnly to the 64-row kernel, which folds all segments in the block. Every route
-// gives the same bits (tests).
-enum class AttentionRoute { kAuto, kDecodeKernel, kDecodeKernelWide, kGeneralOnly };
+// machine), kGeneralOnly to the 64-row kernel, which folds all segments in the block (and takes
+// every other tile too). kPrefillKernel: every tile of more than 16 rows on the wgmma prefill
+// kernel (compute capability 9.0 only, else an Unimplemented status), decode tiles as kAuto;
+// kPrefillKernelPlanted (tests only): that kernel with the scores' k16 steps over the head dim in
+// reverse order, a planted order change the bitwise tests must see. Every other route gives the
+// same bits (tests).
+enum class AttentionRoute { kAuto, kDecodeKernel, kDecodeKernelWide, kGeneralOnly, kPrefillKernel,
+                            kPrefillKernelPlanted };
 absl::Status cuda_attention_routed(const ExecContext& ctx, const AttentionArgs& args, AttentionRoute route);
+
+// Which kernel takes a call's tiles of more than 16 rows, and its launch shape. kAuto, kDecodeKernel
+// and kDecodeKernelWide take the wgmma prefill kernel on compute capability 9.0 when a sequence of
+// the call may hold kPrefillTileRows (128) rows (exact from the host mirrors, else bounded by T);
+// kGeneralOnly never.
+struct AttentionPrefillPlan {
+  bool wgmma = false;  // kernels/cuda/sm90a/attention_prefill.cu; else the 64-row kernel
+  int tile_rows = 64, threads = 128, stages = 2, smem_bytes = 0;
+  std::string describe() const;
+};
+AttentionPrefillPlan cuda_attention_prefill_plan(const AttentionArgs& args, AttentionRoute route);
 
 // Invariant linear with a forced tile configuration (benchmarks and tests of the tile choice):
 // every configuration gives the same bits (the per-element reduction does not depend on the tile).

@@ -160,4 +160,38 @@ std::vector<int64_t> chunks_g(int64_t n, int64_t chunk) {
   return out;
 }
 
+absl::StatusOr<std::vector<std::vector<bf16>>> route_step_g(const Backend& be, const AttnShapeG& shape,
+                                                            const std::vector<SeqG>& seqs,
+                                                            const std::vector<int64_t>& cached, StepOptionsG o) {
+  int64_t blocks = 4;
+  for (const SeqG& s : seqs) blocks += (s.len + shape.block_size - 1) / shape.block_size + 1;
+  PagedCacheG cache(be, shape, blocks, 31);
+  std::vector<StepPartG> pre, step;
+  for (size_t i = 0; i < seqs.size(); ++i) {
+    const int id = *cache.add_sequence(seqs[i].len);
+    pre.push_back({id, &seqs[i], 0, cached[i]});
+    step.push_back({id, &seqs[i], cached[i], seqs[i].len - cached[i]});
+  }
+  StepOptionsG prefix = o;
+  prefix.skip_attention = true;
+  if (absl::StatusOr<std::vector<std::vector<bf16>>> r = run_step_g(cache, pre, prefix); !r.ok()) return r.status();
+  return run_step_g(cache, step, o);
+}
+
+std::string PlanCaseG::name() const {
+  return absl::StrCat(mode_str(mode), " ", plan ? plan->describe() : "planned");
+}
+
+std::vector<PlanCaseG> plan_cases_g() {
+  AttentionPlan size64, count5, count3;
+  size64.kind = AttentionPlan::Kind::kFixedSplitSize;
+  size64.split_size = 64;
+  count5.kind = count3.kind = AttentionPlan::Kind::kSplitCount;
+  count5.split_count = 5;
+  count5.separate_new_keys = true;
+  count3.split_count = 3;
+  return {{Mode::kInvariant, std::nullopt}, {Mode::kDefault, std::nullopt}, {Mode::kInvariant, size64},
+          {Mode::kDefault, count5}, {Mode::kDefault, count3}};
+}
+
 }  // namespace samebits::testing

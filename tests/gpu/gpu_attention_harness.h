@@ -12,6 +12,9 @@
 #include "absl/status/statusor.h"
 #include "kernels/backend.h"
 #include "tests/gpu/gpu_test_support.h"
+#if defined(SAMEBITS_HAVE_CUDA)
+#include "kernels/cuda/cuda_ops.h"
+#endif
 
 namespace samebits::testing {
 
@@ -76,5 +79,28 @@ absl::StatusOr<std::vector<bf16>> run_schedule_g(const Backend& backend, const A
                                                  int64_t start, const std::vector<int64_t>& steps,
                                                  const StepOptionsG& options, uint64_t shuffle_seed);
 std::vector<int64_t> chunks_g(int64_t n, int64_t chunk);
+
+// The plans the bitwise route sweeps run under: each mode's own plan for the batch, a fixed split
+// of 64, split counts 5 (cached and new keys apart) and 3 (prefill rows split by count).
+struct PlanCaseG {
+  Mode mode;
+  std::optional<AttentionPlan> plan;  // nullopt: the mode's plan for the batch
+  std::string name() const;
+};
+std::vector<PlanCaseG> plan_cases_g();
+
+#if defined(SAMEBITS_HAVE_CUDA)
+// The CUDA attention with a forced route, as a StepOptionsG::attention.
+template <AttentionRoute kRoute>
+absl::Status attention_routed(const ExecContext& ctx, const AttentionArgs& a) {
+  return cuda_attention_routed(ctx, a, kRoute);
+}
+#endif
+
+// One step of a batch of sequences on a fresh cache of `be` (shuffle seed 31): sequence i's first
+// cached[i] positions written by an earlier step, the rest computed now. Outputs per sequence.
+absl::StatusOr<std::vector<std::vector<bf16>>> route_step_g(const Backend& be, const AttnShapeG& shape,
+                                                            const std::vector<SeqG>& seqs,
+                                                            const std::vector<int64_t>& cached, StepOptionsG o);
 
 }  // namespace samebits::testing

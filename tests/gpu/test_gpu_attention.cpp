@@ -224,52 +224,10 @@ TEST(GpuAttention, RunToRunAndHostMirrorsDoNotMatter) {
 }
 
 #if defined(SAMEBITS_HAVE_CUDA)
-absl::Status general_kernel_only(const ExecContext& ctx, const AttentionArgs& a) {
-  return cuda_attention_routed(ctx, a, AttentionRoute::kGeneralOnly);
-}
-absl::Status decode_kernel_always(const ExecContext& ctx, const AttentionArgs& a) {
-  return cuda_attention_routed(ctx, a, AttentionRoute::kDecodeKernel);
-}
-absl::Status decode_kernel_wide_blocks(const ExecContext& ctx, const AttentionArgs& a) {
-  return cuda_attention_routed(ctx, a, AttentionRoute::kDecodeKernelWide);
-}
-
-struct RouteCase {
-  Mode mode;
-  std::optional<AttentionPlan> plan;  // nullopt: the mode's plan for the batch
-  std::string name() const { return absl::StrCat(mode_str(mode), " ", plan ? plan->describe() : "planned"); }
-};
-
-// One step of a batch of (length, cached) sequences on a fresh cache of `be`.
-absl::StatusOr<std::vector<std::vector<bf16>>> route_step(const Backend& be, const AttnShapeG& shape,
-                                                          const std::vector<SeqG>& seqs,
-                                                          const std::vector<int64_t>& cached, StepOptionsG o) {
-  int64_t blocks = 4;
-  for (const SeqG& s : seqs) blocks += (s.len + shape.block_size - 1) / shape.block_size + 1;
-  PagedCacheG cache(be, shape, blocks, 31);
-  std::vector<StepPartG> pre, step;
-  for (size_t i = 0; i < seqs.size(); ++i) {
-    const int id = *cache.add_sequence(seqs[i].len);
-    pre.push_back({id, &seqs[i], 0, cached[i]});
-    step.push_back({id, &seqs[i], cached[i], seqs[i].len - cached[i]});
-  }
-  StepOptionsG prefix = o;
-  prefix.skip_attention = true;
-  if (absl::StatusOr<std::vector<std::vector<bf16>>> r = run_step_g(cache, pre, prefix); !r.ok()) return r.status();
-  return run_step_g(cache, step, o);
-}
 
 TEST(GpuAttention, DecodeKernelEqualsGeneralKernelBitwise) {
   SAMEBITS_REQUIRE_GPU();
-  AttentionPlan size64, count5, count3;
-  size64.kind = AttentionPlan::Kind::kFixedSplitSize;
-  size64.split_size = 64;
-  count5.kind = count3.kind = AttentionPlan::Kind::kSplitCount;
-  count5.split_count = 5;
-  count5.separate_new_keys = true;
-  count3.split_count = 3;
-  const RouteCase cases[] = {{Mode::kInvariant, std::nullopt}, {Mode::kDefault, std::nullopt},
-                             {Mode::kInvariant, size64}, {Mode::kDefault, count5}, {Mode::kDefault, count3}};
+  const std::vector<PlanCaseG> cases = plan_cases_g();
   for (const AttnShapeG& shape : shapes()) {
     const int group = shape.hq / shape.hkv;
     // Decodes across split boundaries; chunks whose last tile holds 1..16 rows; fresh prefills.
@@ -289,21 +247,23 @@ TEST(GpuAttention, DecodeKernelEqualsGeneralKernelBitwise) {
         seqs.push_back(make_seq_g(shape, layout[i].first, 40 + i));
         cached.push_back(layout[i].second);
       }
-      for (const RouteCase& rc : cases) {
+      for (const PlanCaseG& rc : cases) {
         SCOPED_TRACE(absl::StrCat(shape.name(), " ", rc.name(), batch == &mixed ? " mixed" : " decodes"));
         StepOptionsG o = opts(rc.mode);
         o.plan = rc.plan;
-        auto automatic = route_step(*gpu, shape, seqs, cached, o);
-        auto cpu = route_step(cpu_backend(), shape, seqs, cached, o);
+        auto automatic = route_step_g(*gpu, shape, seqs, cached, o);
+        auto cpu = route_step_g(cpu_backend(), shape, seqs, cached, o);
         o.host_mirrors = false;  // launches sized from the shapes alone
-        auto bounded = route_step(*gpu, shape, seqs, cached, o);
+        auto bounded = route_step_g(*gpu, shape, seqs, cached, o);
         o.host_mirrors = true;
-        o.attention = decode_kernel_always;  // kAuto may give small batches to the 64-row kernel
-        auto decode = route_step(*gpu, shape, seqs, cached, o);
-        o.attention = decode_kernel_wide_blocks;  // blocks of up to 8 warps, as large batches get
-        auto wide = route_step(*gpu, shape, seqs, cached, o);
-        o.attention = general_kernel_only;
-        auto general = route_step(*gpu, shape, seqs, cached, o);
+        // kAuto may give small batches to the 64-row kernel.
+        o.attention = attention_routed<AttentionRoute::kDecodeKernel>;
+        auto decode = route_step_g(*gpu, shape, seqs, cached, o);
+        // Blocks of up to 8 warps, as large batches get.
+        o.attention = attention_routed<AttentionRoute::kDecodeKernelWide>;
+        auto wide = route_step_g(*gpu, shape, seqs, cached, o);
+        o.attention = attention_routed<AttentionRoute::kGeneralOnly>;
+        auto general = route_step_g(*gpu, shape, seqs, cached, o);
         ASSERT_TRUE(automatic.ok()) << automatic.status();
         ASSERT_TRUE(bounded.ok()) << bounded.status();
         ASSERT_TRUE(general.ok()) << general.status();

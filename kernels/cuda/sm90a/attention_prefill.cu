@@ -1,0 +1,353 @@
+// Prefill attention on Hopper (sm_90a): the 64-row kernel's arithmetic (kernels/cuda/attention.cu
+// states the order of every reduction) on wgmma, warp-specialised. One block per work item of up
+// to 128 rows (attention_worklist.cuh with kPrefillTileRows) and kv head; rows are (query, head in
+// group) pairs, query-major, as in the 64-row kernel.
+//   - warpgroup 2 (producer, 56 registers after setmaxnreg) copies the K and V rows of each 64-key
+//     sub-block (through the block table, or this step's k_new / v_new; zeros beyond the context,
+//     as the 64-row kernel's copies) by cp.async into a ring of stages (full / empty mbarriers), in
+//     the 128-byte swizzled layout wgmma reads; cp.async because paged blocks of 8..256 rows, a
+//     context ending inside a block and two key sources do not map onto one TMA box;
+//   - warpgroups 0 and 1 (consumers, 224 registers) own 64 rows each: S = Q K^T as wgmma m64n64k16 steps over the
+//     head dim in increasing order from +0 (the k16 step gives the bits of mma.sync m16n8k16: the
+//     invariant matmul's tests compare the two), then THE softmax of the 64-row kernel
+//     (attend_softmax, same function: the wgmma accumulator gives each row to a quad of lanes as
+//     mma.sync does), o = o * alpha, o += bf16(P) V as four wgmma m64nHDk16 steps with P from
+//     registers, keys in increasing order; segment partials folded in index order (fold_scales).
+// Both warpgroups visit the same sub-blocks (the hull of the tile's key ranges per segment); a
+// row outside a sub-block's keys gets alpha = 1 and P = 0, as in the 64-row kernel's warps. While
+// one warpgroup runs its softmax on the FP32 pipes the other's matrix products run.
+#include <cuda_runtime.h>
+
+#include "kernels/cuda/attention_prefill.h"
+#include "kernels/cuda/cuda_common.h"
+#include "kernels/cuda/linear_common.cuh"
+#include "kernels/cuda/sm90a/tma_ops.cuh"
+#include "kernels/cuda/sm90a/wgmma_ops.cuh"
+
+namespace samebits::cuda {
+namespace {
+
+constexpr int kConsumerThreads = 256;
+constexpr int kThreads = kConsumerThreads + 128;
+// Registers per thread after setmaxnreg: the consumers hold o, the segment total and S (HD / 2 +
+// HD / 2 + 32 floats) besides P and the row state (no spills at head_dim 128, ptxas -v). The block
+// is launched with 168 per thread (__launch_bounds__(384, 1)); setmaxnreg.inc waits until the
+// producer's setmaxnreg.dec has released enough of them, so the three must add up to 3 x 168
+// (more would wait forever).
+constexpr int kLaunchRegs = 168, kProducerRegs = 56, kConsumerRegs = 224;
+static_assert(kProducerRegs + 2 * kConsumerRegs == 3 * kLaunchRegs, "setmaxnreg stays within the launch's registers");
+
+// Shared memory: two Q tiles (one per consumer warpgroup), then the K/V ring, then the mbarriers.
+// A tile is 64 rows x HD values as HD / 64 regions of [64 rows][64 values] (8 KiB each, 128-byte
+// swizzled rows), the layout of wgmma's K-major operands and of the MN-major V operand alike.
+template <int HD>
+struct PrefillLayout {
+  static constexpr int kTileBytes = 64 * HD * 2;
+  static constexpr int kStages = prefill_stages(HD);
+  static constexpr int kRing = 2 * kTileBytes;
+  static constexpr int kStageBytes = 2 * kTileBytes;  // K, then V
+  static constexpr int kBars = kRing + kStages * kStageBytes;
+  static constexpr int kBytes = kBars + 16 * kStages + 1024;  // + room to align the base to 1024
+};
+
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+// Byte offset of 16-byte chunk `chunk` (of HD / 8) of row `row` in a tile.
+__device__ __forceinline__ uint32_t tile_offset(int row, int chunk) {
+  return uint32_t((chunk >> 3) * 8192) + swizzled(row, chunk & 7, 8);
+}
+
+struct TileInfo {
+  int s, nrows, row0, nseg, group;
+  int64_t qs, cached, context, p_min, p_max;
+  bool reads_new;
+  const int32_t* table;
+};
+
+__device__ __forceinline__ TileInfo tile_info(const AttnParams& P, const AttnItem& it) {
+  TileInfo t;
+  t.s = it.seq;
+  t.nrows = it.nrows;
+  t.row0 = it.row0;
+  t.nseg = it.nseg;
+  t.group = P.num_q_heads / P.num_kv_heads;
+  t.qs = P.query_start[t.s];
+  const int64_t q_len = P.query_start[t.s + 1] - t.qs;
+  t.context = P.context_lens[t.s];
+  t.cached = t.context - q_len;
+  t.reads_new = P.split_count_kind && P.separate_new_keys && q_len > 1;
+  t.table = P.block_tables + int64_t(t.s) * P.max_blocks_per_seq;
+  t.p_min = t.cached + t.row0 / t.group;
+  t.p_max = t.cached + (t.row0 + t.nrows - 1) / t.group;
+  return t;
+}
+
+// The keys of segment c that any row of the tile reads: each kind's ranges are empty for a prefix
+// of the positions and their ends never decrease with the position, their begins neither among the
+// non-empty ones (kernels/plan.h), so the hull runs from the first row with keys in c to p_max's
+// end. Sub-blocks of the hull that hold no key of a row leave that row as it was.
+__device__ __forceinline__ SegRange segment_hull(const AttnParams& P, const TileInfo& t, int c) {
+  const SegRange hi = segment_range(P, t.reads_new, t.cached, t.p_max, c);
+  if (hi.begin >= hi.end) return hi;
+  SegRange lo = segment_range(P, t.reads_new, t.cached, t.p_min, c);
+  if (lo.begin >= lo.end) lo = segment_range(P, t.reads_new, t.cached, max(t.p_min, int64_t(c)), c);
+  const int64_t begin = lo.begin < lo.end ? min(lo.begin, hi.begin) : hi.begin;
+  return SegRange{begin, hi.end, hi.from_new};
+}
+
+// Producer and consumers walk the same sequence of segments and sub-blocks: start(c) at each
+// segment, visit(sb0, from_new) per sub-block of its hull, finish() at its end.
+template <typename Start, typename Visit, typename Finish>
+__device__ __forceinline__ void walk(const AttnParams& P, const TileInfo& t, Start start, Visit visit,
+                                     Finish finish) {
+  for (int c = 0; c < t.nseg; ++c) {
+    start(c);
+    const SegRange h = segment_hull(P, t, c);
+    for (int64_t sb0 = h.begin < h.end ? h.begin / kAttnKeys * kAttnKeys : h.end; sb0 < h.end; sb0 += kAttnKeys) {
+      visit(sb0, h.from_new);
+    }
+    finish();
+  }
+}
+
+template <int HD>
+__device__ __forceinline__ void produce(const AttnParams& P, const TileInfo& t, int g, uint32_t ring, uint32_t full,
+                                        uint32_t empty) {
+  using L = PrefillLayout<HD>;
+  constexpr int CH = HD / 8, kRowsPerPass = 32 / CH, kPasses = 16 / kRowsPerPass;
+  // Sub-blocks whose copies may be in flight at once: all stages but one (the stage being refilled
+  // next waits for the consumers, who wait for the oldest in flight).
+  constexpr int kInFlight = L::kStages - 1;
+  const int lane = threadIdx.x & 31, ch = lane % CH, warp = (threadIdx.x / 32) & 3;
+  int n = 0, handed = 0;
+  auto hand_over = [&] {  // this lane's copies of sub-block `handed` have landed: to wgmma
+    fence_proxy_async();
+    mbar_arrive(full + 8 * (handed % L::kStages));
+    ++handed;
+  };
+  walk(
+      P, t, [](int) {},
+      [&](int64_t sb0, bool from_new) {
+        const int s = n % L::kStages;
+        // Warp w copies keys sb0 + 16w .. + 15 (lane l and l + 16 resolve key 16w + l % 16; the
+        // block-table read overlaps the wait for the stage), each pass kRowsPerPass rows of
+        // 16-byte chunks.
+        const KeyRow mine =
+            resolve_key_row(P, t.table, t.s, g, HD, t.qs, t.cached, t.context, from_new, sb0 + 16 * warp + (lane & 15));
+        mbar_wait(empty + 8 * s, ((n / L::kStages) & 1) ^ 1);
+        const uint32_t k_st = ring + s * L::kStageBytes, v_st = k_st + L::kTileBytes;
+#pragma unroll
+        for (int i = 0; i < kPasses; ++i) {
+          const int r = i * kRowsPerPass + lane / CH, row = 16 * warp + r;
+          const long long off = __shfl_sync(0xffffffffu, (long long)mine.off, r);
+          const int where = __shfl_sync(0xffffffffu, mine.where, r);
+          const uint32_t dst = tile_offset(row, ch);
+          cp_async_16(k_st + dst, (where == 2 ? P.k_new : P.k_cache) + off + ch * 8, where != 0);
+          cp_async_16(v_st + dst, (where == 2 ? P.v_new : P.v_cache) + off + ch * 8, where != 0);
+        }
+        cp_async_commit();
+        ++n;
+        if (n - handed == kInFlight) {  // the oldest sub-block in flight, while the others fly
+          cp_async_wait<kInFlight - 1>();
+          hand_over();
+        }
+      },
+      [] {});
+  cp_async_wait<0>();
+  while (handed < n) hand_over();
+}
+
+template <int HD, bool kPlanted>
+__device__ __forceinline__ void consume(const AttnParams& P, const TileInfo& t, int g, uint32_t base, uint32_t full,
+                                        uint32_t empty) {
+  using L = PrefillLayout<HD>;
+  constexpr int CH = HD / 8, NTD = HD / 8;
+  const int tid = threadIdx.x, wg = tid / 128, lane = tid & 31, warp = (tid / 32) & 3;
+  const uint32_t q_s = base + wg * L::kTileBytes, ring = base + L::kRing;
+
+  // This warpgroup's Q rows (zeros beyond nrows).
+  for (int c = tid % 128; c < 64 * CH; c += 128) {
+    const int r = c / CH, ch = c % CH, row = 64 * wg + r;
+    const bool valid = row < t.nrows;
+    const bf16* src = P.q;
+    if (valid) {
+      const int qrow = t.row0 + row;
+      src = P.q + ((t.qs + qrow / t.group) * P.num_q_heads + g * t.group + qrow % t.group) * HD + ch * 8;
+    }
+    cp_async_16(q_s + tile_offset(r, ch), src, valid);
+  }
+  cp_async_commit();
+  cp_async_wait<0>();
+  fence_proxy_async();
+  named_barrier_sync(1 + wg, 128);
+  // The warpgroups take turns to issue their scores' wgmma (named barriers 3 and 4: warpgroup w
+  // waits on 3 + w, the other grants it), so one's softmax runs while the other's products do.
+  if (wg == 1) named_barrier_arrive(3, 256);
+
+  int64_t pos[2];
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const int r = 64 * wg + warp * 16 + (lane >> 2) + h * 8;
+    pos[h] = r < t.nrows ? t.cached + (t.row0 + r) / t.group : -1;
+  }
+  float ot[NTD][4], o[NTD][4];
+  float tot_m[2] = {0.0f, 0.0f}, tot_l[2] = {0.0f, 0.0f}, m[2], l[2];
+  bool has_total[2] = {false, false}, first[2];
+  SegRange rg[2];
+#pragma unroll
+  for (int nt = 0; nt < NTD; ++nt)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) ot[nt][e] = 0.0f;
+  int n = 0;
+  walk(
+      P, t,
+      [&](int c) {
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          rg[h] = segment_range(P, t.reads_new, t.cached, pos[h], c);
+          m[h] = l[h] = 0.0f;
+          first[h] = true;
+        }
+#pragma unroll
+        for (int nt = 0; nt < NTD; ++nt)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) o[nt][e] = 0.0f;
+      },
+      [&](int64_t sb0, bool) {
+        const int s = n % L::kStages;
+        const uint32_t k_st = ring + s * L::kStageBytes, v_st = k_st + L::kTileBytes;
+        bool active[2];
+#pragma unroll
+        for (int h = 0; h < 2; ++h) active[h] = max(rg[h].begin, sb0) < min(rg[h].end, sb0 + kAttnKeys);
+        float sc[8][4];
+#pragma unroll
+        for (int nt = 0; nt < 8; ++nt)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) sc[nt][e] = 0.0f;
+        float(&scf)[32] = reinterpret_cast<float(&)[32]>(sc);
+        mbar_wait(full + 8 * s, (n / L::kStages) & 1);
+        named_barrier_sync(3 + wg, 256);
+        wgmma_fence();
+#pragma unroll
+        for (int step = 0; step < HD / 16; ++step) {
+          const int kk = kPlanted ? HD / 16 - 1 - step : step;
+          const uint32_t off = (kk >> 2) * 8192 + (kk & 3) * 32;
+          wgmma_m64k16<64>(scf, smem_desc(q_s + off), smem_desc(k_st + off));
+        }
+        wgmma_commit();
+        named_barrier_arrive(3 + (1 - wg), 256);
+        wgmma_wait<0>();
+#pragma unroll
+        for (int i = 0; i < 32; ++i) asm volatile("" : "+f"(scf[i])::"memory");
+        float alpha[2];
+        attend_softmax<2>(sb0, rg, active, P.scale, sc, alpha, m, l, first);
+        uint32_t a[4][4];
+#pragma unroll
+        for (int kk = 0; kk < 4; ++kk) {
+          a[kk][0] = pack_bf16x2(sc[2 * kk][0], sc[2 * kk][1]);
+          a[kk][1] = pack_bf16x2(sc[2 * kk][2], sc[2 * kk][3]);
+          a[kk][2] = pack_bf16x2(sc[2 * kk + 1][0], sc[2 * kk + 1][1]);
+          a[kk][3] = pack_bf16x2(sc[2 * kk + 1][2], sc[2 * kk + 1][3]);
+        }
+#pragma unroll
+        for (int nt = 0; nt < NTD; ++nt) {
+          o[nt][0] = o[nt][0] * alpha[0];
+          o[nt][1] = o[nt][1] * alpha[0];
+          o[nt][2] = o[nt][2] * alpha[1];
+          o[nt][3] = o[nt][3] * alpha[1];
+        }
+        float(&of)[HD / 2] = reinterpret_cast<float(&)[HD / 2]>(o);
+        wgmma_fence();
+#pragma unroll
+        for (int kk = 0; kk < 4; ++kk) wgmma_m64k16_rs_mn<HD>(of, a[kk], smem_desc_mn(v_st + kk * 2048, 8192));
+        wgmma_commit();
+        wgmma_wait<0>();
+#pragma unroll
+        for (int i = 0; i < HD / 2; ++i) asm volatile("" : "+f"(of[i])::"memory");
+        mbar_arrive(empty + 8 * s);
+        ++n;
+      },
+      [&] {  // the segment's partial, folded into the row's total in segment order
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          if (pos[h] >= 0 && !first[h]) fold_row_partial<NTD>(h, o, m[h], l[h], ot, tot_m[h], tot_l[h], has_total[h]);
+        }
+      });
+  if (wg == 0) named_barrier_sync(3, 256);  // warpgroup 1's last grant: every arrival is consumed
+
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    if (pos[h] < 0 || !has_total[h]) continue;
+    const int qrow = t.row0 + 64 * wg + warp * 16 + (lane >> 2) + h * 8;
+    bf16* dst = P.out + ((t.qs + qrow / t.group) * P.num_q_heads + g * t.group + qrow % t.group) * HD;
+#pragma unroll
+    for (int nt = 0; nt < NTD; ++nt) {
+      const int d = nt * 8 + (lane & 3) * 2;
+      dst[d] = to_bf16(__fdiv_rn(ot[nt][2 * h], tot_l[h]));
+      dst[d + 1] = to_bf16(__fdiv_rn(ot[nt][2 * h + 1], tot_l[h]));
+    }
+  }
+}
+
+#endif
+
+template <int HD, bool kPlanted>
+__global__ void __launch_bounds__(kThreads, 1) attention_prefill_kernel(AttnParams P) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  using L = PrefillLayout<HD>;
+  extern __shared__ unsigned char smem_raw[];
+  const uint32_t base = (smem_addr(smem_raw) + 1023u) & ~1023u;
+  const uint32_t full = base + L::kBars, empty = full + 8 * L::kStages;
+  // Block = item * num_kv_heads + kv head, as in the 64-row kernel.
+  const int item = int(blockIdx.x) / P.num_kv_heads, g = int(blockIdx.x) % P.num_kv_heads;
+  if (item >= *P.item_count) return;
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < L::kStages; ++s) {
+      mbar_init(full + 8 * s, 128);                // every producer thread, after its copies landed
+      mbar_init(empty + 8 * s, kConsumerThreads);  // every consumer thread, its wgmma retired
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+  }
+  __syncthreads();
+  const TileInfo t = tile_info(P, P.items[item]);
+  if (threadIdx.x >= kConsumerThreads) {
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kProducerRegs));
+    produce<HD>(P, t, g, base + L::kRing, full, empty);
+  } else {
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kConsumerRegs));
+    consume<HD, kPlanted>(P, t, g, base, full, empty);
+  }
+#endif
+}
+
+template <int HD, bool kPlanted>
+absl::Status launch(const AttnParams& params, int64_t items, cudaStream_t stream) {
+  using L = PrefillLayout<HD>;
+  static bool smem_set = false;
+  if (!smem_set) {
+    SAMEBITS_CUDA_TRY(cudaFuncSetAttribute(attention_prefill_kernel<HD, kPlanted>,
+                                           cudaFuncAttributeMaxDynamicSharedMemorySize, L::kBytes));
+    smem_set = true;
+  }
+  attention_prefill_kernel<HD, kPlanted>
+      <<<unsigned(items * params.num_kv_heads), kThreads, L::kBytes, stream>>>(params);
+  return check_launch("attention_prefill_kernel");
+}
+
+}  // namespace
+
+int prefill_smem_bytes(int head_dim) {
+  return head_dim == 64 ? PrefillLayout<64>::kBytes : PrefillLayout<128>::kBytes;
+}
+int prefill_threads() { return kThreads; }
+
+absl::Status launch_attention_prefill(const AttnParams& params, int64_t items, int head_dim, bool planted,
+                                      cudaStream_t stream) {
+  if (!is_hopper_device()) {
+    return absl::UnimplementedError("attention: the wgmma prefill kernel needs compute capability 9.0");
+  }
+  if (items <= 0) return absl::OkStatus();
+  if (head_dim == 64) return planted ? launch<64, true>(params, items, stream) : launch<64, false>(params, items, stream);
+  return planted ? launch<128, true>(params, items, stream) : launch<128, false>(params, items, stream);
+}
+
+}  // namespace samebits::cuda
