@@ -16,6 +16,7 @@
 
 #include <cstring>
 #include <map>
+#include <utility>
 
 #include "tests/gpu/gpu_test_support.h"
 #if defined(SAMEBITS_GPU_TESTS_HAVE_MODEL)
@@ -183,6 +184,16 @@ EngineConfig grouped_engine(Mode mode) {
   return ec;
 }
 
+// The grouped workload with `flag` off, then on; the rest of grouped_engine(mode) alike.
+std::pair<RunOutcome, RunOutcome> off_and_on(Model& model, const std::vector<Arrival>& arrivals, Mode mode,
+                                             bool EngineConfig::*flag) {
+  EngineConfig ec = grouped_engine(mode);
+  ec.*flag = false;
+  RunOutcome off = run_workload(model, ec, arrivals);
+  ec.*flag = true;
+  return {std::move(off), run_workload(model, ec, arrivals)};
+}
+
 // Every one of the n requests observed in both runs, with the same tokens and logits.
 void expect_same_observed(const RunOutcome& a, const RunOutcome& b, size_t n) {
   ASSERT_EQ(a.observed.size(), n);
@@ -203,12 +214,8 @@ TEST(GpuGraphs, EngineGivesTheSameBitsWithAndWithoutGraphs) {
   // racecheck slows most).
   for (const Mode mode : sweep<Mode>({Mode::kInvariant, Mode::kDefault}, {Mode::kInvariant})) {
     SCOPED_TRACE(mode_name(mode));
-    EngineConfig ec = grouped_engine(mode);
-    ec.graphs = false;
-    const RunOutcome eager = run_workload(*model, ec, arrivals);
+    const auto [eager, graphs] = off_and_on(*model, arrivals, mode, &EngineConfig::graphs);
     ASSERT_EQ(eager.error, "");
-    ec.graphs = true;
-    const RunOutcome graphs = run_workload(*model, ec, arrivals);
     ASSERT_EQ(graphs.error, "");
     EXPECT_EQ(eager.stats.graph_replays, 0);
     EXPECT_GT(graphs.stats.graph_replays, 10) << "too few decode steps replayed to test anything";
@@ -226,14 +233,11 @@ TEST(GpuEngineOverlap, SameScheduleAndBitsWithAndWithoutAndTheHostWorkOverlaps) 
   const std::vector<Arrival> arrivals = grouped_arrivals(model->config().vocab_size);
   for (const Mode mode : sweep<Mode>({Mode::kInvariant, Mode::kDefault}, {Mode::kInvariant})) {
     SCOPED_TRACE(mode_name(mode));
-    EngineConfig ec = grouped_engine(mode);
-    ec.overlap = false;
-    const RunOutcome serial = run_workload(*model, ec, arrivals);
+    const auto [serial, overlapped] = off_and_on(*model, arrivals, mode, &EngineConfig::overlap);
     ASSERT_EQ(serial.error, "");
-    ec.overlap = true;
-    const RunOutcome overlapped = run_workload(*model, ec, arrivals);
     ASSERT_EQ(overlapped.error, "");
-    std::printf("[%s] %lld of %lld steps overlapped; host %.3f ms/step before the first op or after the results (%.3f without overlap)\n",
+    std::printf("[%s] %lld of %lld steps overlapped; host %.3f ms/step before the first op or after the results "
+                "(%.3f without overlap)\n",
                 mode_str(mode).c_str(), static_cast<long long>(overlapped.stats.overlapped_steps),
                 static_cast<long long>(overlapped.stats.steps),
                 1e3 * overlapped.stats.host_idle_device_seconds / double(overlapped.stats.steps),
