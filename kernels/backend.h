@@ -105,6 +105,6 @@ const Backend* find_backend(const std::string& name, std::string* why);
 void register_backend(const std::string& name, const Backend* backend);
 
 // Bumped whenever any kernel's arithmetic changes; goldens depend on it.
-inline constexpr int kKernelSetVersion = 1;
+inline constexpr int kKernelSetVersion = 2;  // 2: default-mode split-KV count per warps (plan_attention)
 
 }  // namespace samebits

@@ -57,6 +57,13 @@ struct AttentionPlan {
   std::string describe() const;
 };
 inline constexpr int kInvariantAttentionSplit = 256;
+// Default mode's split count (plan_attention): (sequence, kv head, split) items per parallel unit
+// wanted, and the fewest keys per split.
+inline constexpr int kDefaultSplitItemsPerUnit = 8;
+inline constexpr int kDefaultMinSplitKeys = 64;
+// The kernels' sub-block of keys (aligned to absolute positions): plan_attention picks split
+// counts whose parts of the longest context are multiples of it where possible.
+inline constexpr int kSplitAlignKeys = 64;
 AttentionPlan plan_attention(Mode mode, int num_seqs, int num_kv_heads, int64_t max_context,
                              int parallel_units);
 

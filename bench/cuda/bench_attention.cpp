@@ -7,7 +7,13 @@
 // decode-graph: the small batches again, timed as replays of a CUDA graph of the calls (device
 // time without each call's host work, as the engine's captured steps see it); decode-kernel,
 // decode-kernel-wide, decode-64row: the decode routes forced (AttentionRoute);
+// decode-split=64|128: invariant mode with another fixed split size (prefill-split= likewise);
+// decode-items=4|16: default mode planned for that many items per unit instead of 8;
 // floor = the K and V bytes read once at the measured copy bandwidth (frac_bw = floor / time).
+// Mixed: one prefill chunk of 512 or 2048 tokens (over as many cached keys) and 16 or 64 decodes
+// of 2048 or 8192 keys in one call, as the engine issues a step (mixed-graph: launches sized from
+// the shapes, graph replays); frac = the larger of the copy floor (every sequence's K and V bytes)
+// and the tensor-core floor (QK^T and PV of every query) / time, both also printed.
 // Prefill: one chunk of 64..4096 tokens over an empty cache (causal); prefill-cached: chunks of
 // 256..4096 tokens over a cached prefix of 2048 keys in the paged cache (hd=64 too), and
 // prefill-64row the same with the 64-row kernel forced (AttentionRoute::kGeneralOnly; the
@@ -57,18 +63,25 @@ int64_t burst_context(int s) { return 17 + (int64_t(s) * 37) % 132; }
 // kMirrors (host mirrors, calls timed with their host work).
 enum class Burst { kNone, kScattered, kContiguous, kMirrors };
 
-// seqs sequences with `context` keys each (a burst: burst_context(s) keys), the last q_len of them
-// computed now.
-std::unique_ptr<Batch> make_batch(int seqs, int64_t context, int64_t q_len, int hd, Burst kind = Burst::kNone) {
+// One sequence of a batch: `context` keys, the last q_len of them computed now.
+struct Part {
+  int64_t context, q_len;
+};
+
+// The sequences `parts` (a burst: 16-block tables, burst_context(s) keys each).
+std::unique_ptr<Batch> make_batch_of(const std::vector<Part>& parts, int hd, Burst kind = Burst::kNone) {
   const bool burst = kind != Burst::kNone;
+  const int seqs = int(parts.size());
   auto b = std::make_unique<Batch>();
   const Backend& g = *gpu();
-  b->max_blocks = burst ? 16 : int((context + kBlock - 1) / kBlock);
+  int64_t longest = 0;
+  for (const Part& p : parts) longest = std::max(longest, p.context);
+  b->max_blocks = burst ? 16 : int((longest + kBlock - 1) / kBlock);
   b->num_blocks = int64_t(seqs) * b->max_blocks;
   b->qs.push_back(0);
   for (int s = 0; s < seqs; ++s) {
-    const int64_t len = burst ? burst_context(s) : context;
-    b->qs.push_back(b->qs.back() + int32_t(q_len));
+    const int64_t len = burst ? burst_context(s) : parts[size_t(s)].context;
+    b->qs.push_back(b->qs.back() + int32_t(parts[size_t(s)].q_len));
     b->ctx.push_back(int32_t(len));
     b->max_context = std::max(b->max_context, len);
     for (int j = 0; j < b->max_blocks; ++j) {
@@ -98,6 +111,12 @@ std::unique_ptr<Batch> make_batch(int seqs, int64_t context, int64_t q_len, int 
   return b;
 }
 
+// seqs sequences with `context` keys each (a burst: burst_context(s) keys), the last q_len of them
+// computed now.
+std::unique_ptr<Batch> make_batch(int seqs, int64_t context, int64_t q_len, int hd, Burst kind = Burst::kNone) {
+  return make_batch_of(std::vector<Part>(size_t(seqs), Part{context, q_len}), hd, kind);
+}
+
 void free_batch(Batch& b) {
   const Backend& g = *gpu();
   for (void* p : {(void*)b.kc, (void*)b.vc, (void*)b.q, (void*)b.k, (void*)b.v, (void*)b.out, (void*)b.dqs,
@@ -106,17 +125,26 @@ void free_batch(Batch& b) {
   }
 }
 
-// graph: time replays of a CUDA graph of the calls (the device's time, bench_support.h) instead
-// of the calls themselves (which include each call's host work). route: which kernel takes the
-// decode tiles (kAuto: the backend's choice).
-// burst: decodes of burst_context() keys (make_batch).
-void run(benchmark::State& state, Mode mode, int seqs, int64_t context, int64_t q_len, int hd, bool graph = false,
-         AttentionRoute route = AttentionRoute::kAuto, Burst burst = Burst::kNone) {
-  if (gpu() == nullptr) {
-    state.SkipWithError("no CUDA device");
-    return;
-  }
-  std::unique_ptr<Batch> b = make_batch(seqs, context, q_len, hd, burst);
+// How one case runs: graph: time replays of a CUDA graph of the calls (the device's time,
+// bench_support.h) instead of the calls themselves (which include each call's host work); route:
+// which kernel takes the decode tiles (kAuto: the backend's choice); mirrors: launches sized from
+// the host mirrors (else from the shapes alone); split_size > 0: an invariant plan with that fixed
+// split size instead of the mode's plan (what another kInvariantAttentionSplit would cost).
+struct How {
+  bool graph = false;
+  AttentionRoute route = AttentionRoute::kAuto;
+  bool mirrors = true;
+  int split_size = 0;
+  int units = kDefaultParallelUnits;  // the planner's parallel units (default mode's split count)
+};
+
+// Times attention over batch b. Counters: us; GBs and frac_bw (the K and V bytes of every
+// sequence's keys read once, at the measured copy bandwidth); where a sequence computes more than
+// one query, also TFLOPs and frac_tc (QK^T and PV at the dense bf16 rate) and frac (the larger
+// floor of the two / time).
+void measure(benchmark::State& state, Mode mode, Batch& batch, int hd, const How& how) {
+  Batch* b = &batch;
+  const int seqs = int(b->ctx.size());
   ExecContext ctx;
   ctx.mode = mode;
   AttentionArgs a;
@@ -128,9 +156,8 @@ void run(benchmark::State& state, Mode mode, int seqs, int64_t context, int64_t 
   a.query_start = b->dqs;
   a.context_lens = b->dctx;
   a.block_tables = b->dtab;
-  const bool mirrors = burst == Burst::kNone || burst == Burst::kMirrors;
-  a.host_query_start = mirrors ? b->qs.data() : nullptr;
-  a.host_context_lens = mirrors ? b->ctx.data() : nullptr;
+  a.host_query_start = how.mirrors ? b->qs.data() : nullptr;
+  a.host_context_lens = how.mirrors ? b->ctx.data() : nullptr;
   a.num_seqs = seqs;
   a.max_blocks_per_seq = b->max_blocks;
   a.T = b->T;
@@ -140,8 +167,13 @@ void run(benchmark::State& state, Mode mode, int seqs, int64_t context, int64_t 
   a.block_size = kBlock;
   a.num_blocks = b->num_blocks;
   a.scale = float(1.0 / std::sqrt(double(hd)));
-  a.plan = plan_attention(mode, seqs, kHkv, b->max_context, kDefaultParallelUnits);
+  a.plan = plan_attention(mode, seqs, kHkv, b->max_context, how.units);
+  if (how.split_size > 0) {
+    a.plan = plan_attention(Mode::kInvariant, seqs, kHkv, b->max_context, kDefaultParallelUnits);
+    a.plan.split_size = how.split_size;
+  }
   a.out = b->out;
+  const AttentionRoute route = how.route;
   bool failed = false;
   auto attend = [&](const ExecContext& c) {
     return route == AttentionRoute::kAuto ? gpu()->attention(c, a) : cuda_attention_routed(c, a, route);
@@ -156,10 +188,9 @@ void run(benchmark::State& state, Mode mode, int seqs, int64_t context, int64_t 
   double total = 0;
   int n = 0;
   for (auto _ : state) {
-    const double t = graph ? time_per_call_graph(call_on, reps) : time_per_call(call, reps);
+    const double t = how.graph ? time_per_call_graph(call_on, reps) : time_per_call(call, reps);
     if (t <= 0 || failed) {
       state.SkipWithError("attention failed");
-      free_batch(*b);
       return;
     }
     state.SetIterationTime(t);
@@ -168,20 +199,66 @@ void run(benchmark::State& state, Mode mode, int seqs, int64_t context, int64_t 
   }
   const double t = total / std::max(1, n);
   state.counters["us"] = t * 1e6;
-  if (q_len == 1) {
-    double keys = 0;
-    for (int32_t len : b->ctx) keys += len;
-    const double bytes = keys * kHkv * hd * 2.0 * 2.0;
-    state.counters["GBs"] = bytes / t / 1e9;
-    state.counters["frac_bw"] = bytes / copy_bandwidth() / t;
-  } else {
-    const double cached = double(context - q_len);
-    const double pairs = double(seqs) * (q_len * cached + q_len * (q_len + 1) / 2.0);  // visible (query, key) pairs
-    const double flops = 4.0 * kHq * hd * pairs;
+  double keys = 0, pairs = 0;
+  bool prefill = false;
+  for (int s = 0; s < seqs; ++s) {
+    const double q_len = b->qs[size_t(s) + 1] - b->qs[size_t(s)], len = b->ctx[size_t(s)];
+    keys += len;
+    pairs += q_len * (len - q_len) + q_len * (q_len + 1) / 2.0;  // (query, visible key) pairs
+    prefill = prefill || q_len > 1;
+  }
+  const double bytes = keys * kHkv * hd * 2.0 * 2.0;
+  const double flops = 4.0 * kHq * hd * pairs;
+  state.counters["GBs"] = bytes / t / 1e9;
+  state.counters["frac_bw"] = bytes / copy_bandwidth() / t;
+  if (prefill) {
     state.counters["TFLOPs"] = flops / t / 1e12;
     state.counters["frac_tc"] = flops / kTensorPeak / t;
+    state.counters["frac"] = std::max(bytes / copy_bandwidth(), flops / kTensorPeak) / t;
   }
+}
+
+// seqs sequences of `context` keys, the last q_len computed now (burst: make_batch).
+void run(benchmark::State& state, Mode mode, int seqs, int64_t context, int64_t q_len, int hd, bool graph = false,
+         AttentionRoute route = AttentionRoute::kAuto, Burst burst = Burst::kNone, int split_size = 0,
+         int units = kDefaultParallelUnits) {
+  if (gpu() == nullptr) {
+    state.SkipWithError("no CUDA device");
+    return;
+  }
+  std::unique_ptr<Batch> b = make_batch(seqs, context, q_len, hd, burst);
+  How how;
+  how.graph = graph;
+  how.route = route;
+  how.mirrors = burst == Burst::kNone || burst == Burst::kMirrors;
+  how.split_size = split_size;
+  how.units = units;
+  measure(state, mode, *b, hd, how);
   free_batch(*b);
+}
+
+// A mixed step as the engine issues it: one prefill chunk of `chunk` tokens over `chunk` cached
+// keys (a prompt's second chunk) and `decodes` decodes of `context` keys, in one call; launches
+// sized from the host mirrors (calls timed) or, graph = true, from the shapes (graph replays).
+void run_mixed(benchmark::State& state, Mode mode, int64_t chunk, int decodes, int64_t context, bool graph) {
+  if (gpu() == nullptr) {
+    state.SkipWithError("no CUDA device");
+    return;
+  }
+  std::vector<Part> parts{{2 * chunk, chunk}};
+  for (int i = 0; i < decodes; ++i) parts.push_back({context, 1});
+  std::unique_ptr<Batch> b = make_batch_of(parts, 128);
+  How how;
+  how.graph = graph;
+  how.mirrors = !graph;
+  measure(state, mode, *b, 128, how);
+  free_batch(*b);
+}
+
+// Registers a case timed by the case itself (manual time), 5 iterations, in microseconds.
+template <typename Fn>
+void add(const std::string& name, Fn fn) {
+  benchmark::RegisterBenchmark(name.c_str(), fn)->UseManualTime()->Iterations(5)->Unit(benchmark::kMicrosecond);
 }
 
 }  // namespace
@@ -247,6 +324,18 @@ int main(int argc, char** argv) {
         }
       }
     }
+    // Mixed steps: one prefill chunk and decodes in one call (run_mixed).
+    for (int64_t chunk : {512, 2048}) {
+      for (int decodes : {16, 64}) {
+        for (int64_t context : {2048, 8192}) {
+          for (bool graph : {false, true}) {
+            add(absl::StrCat(graph ? "mixed-graph/" : "mixed/", m, "/chunk=", chunk, "/decodes=", decodes,
+                             "/context=", context),
+                [=](benchmark::State& st) { run_mixed(st, mode, chunk, decodes, context, graph); });
+          }
+        }
+      }
+    }
     for (int64_t chunk : {64, 256, 1024, 4096}) {
       benchmark::RegisterBenchmark(absl::StrCat("prefill/", m, "/chunk=", chunk).c_str(),
                                    [=](benchmark::State& st) { run(st, mode, 1, chunk, chunk, 128); })
@@ -268,16 +357,50 @@ int main(int argc, char** argv) {
       }
     }
   }
+  // Other fixed split sizes for invariant mode (the plan's split_size replaced): what a smaller
+  // kInvariantAttentionSplit would give small batches, and cost prefill.
+  for (int split : {64, 128}) {
+    for (int seqs : {1, 4, 16, 64}) {
+      for (int64_t context : {2048, 8192}) {
+        add(absl::StrCat("decode-split=", split, "/invariant/batch=", seqs, "/context=", context),
+            [=](benchmark::State& st) {
+              run(st, Mode::kInvariant, seqs, context, 1, 128, false, AttentionRoute::kAuto, Burst::kNone, split);
+            });
+      }
+    }
+    for (int64_t chunk : {1024, 4096}) {
+      add(absl::StrCat("prefill-split=", split, "/invariant/chunk=", chunk), [=](benchmark::State& st) {
+        run(st, Mode::kInvariant, 1, chunk, chunk, 128, false, AttentionRoute::kAuto, Burst::kNone, split);
+      });
+    }
+  }
+  // Default mode planned for other items per unit than kDefaultSplitItemsPerUnit (8): the units
+  // scaled by items / 8.
+  for (int items : {4, 16}) {
+    for (int seqs : {1, 4, 16, 64}) {
+      for (int64_t context : {2048, 8192}) {
+        add(absl::StrCat("decode-items=", items, "/default/batch=", seqs, "/context=", context),
+            [=](benchmark::State& st) {
+              run(st, Mode::kDefault, seqs, context, 1, 128, false, AttentionRoute::kAuto, Burst::kNone, 0,
+                  kDefaultParallelUnits * items / kDefaultSplitItemsPerUnit);
+            });
+      }
+    }
+  }
   benchmark::Initialize(&argc, argv);
   CollectingReporter reporter;
   benchmark::RunSpecifiedBenchmarks(&reporter);
-  std::printf("\n%-40s %10s %8s %8s\n", "attention", "us", "GB/s|TF", "frac");
+  // Decodes: the copy floor; prefill alone: the tensor-core floor; mixed: both, and the larger.
+  std::printf("\n%-56s %10s %8s %8s %8s %8s\n", "attention", "us", "GB/s|TF", "frac", "frac_bw", "frac_tc");
   for (const auto& [name, c] : reporter.results()) {
     if (c.counters.count("us") == 0) continue;
-    const bool decode = c.counters.count("frac_bw") > 0;
-    std::printf("%-40s %10.1f %8.1f %8.3f\n", name.c_str(), c.counters.at("us"),
+    const bool decode = c.counters.count("frac_tc") == 0;
+    const bool mixed = name.rfind("mixed", 0) == 0;
+    std::printf("%-56s %10.1f %8.1f %8.3f", name.c_str(), c.counters.at("us"),
                 decode ? c.counters.at("GBs") : c.counters.at("TFLOPs"),
-                decode ? c.counters.at("frac_bw") : c.counters.at("frac_tc"));
+                decode ? c.counters.at("frac_bw") : mixed ? c.counters.at("frac") : c.counters.at("frac_tc"));
+    if (mixed) std::printf(" %8.3f %8.3f", c.counters.at("frac_bw"), c.counters.at("frac_tc"));
+    std::printf("\n");
   }
   std::printf("device copy bandwidth: %.2f TB/s\n", copy_bandwidth() / 1e12);
   benchmark::Shutdown();

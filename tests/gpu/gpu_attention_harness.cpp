@@ -183,15 +183,18 @@ std::string PlanCaseG::name() const {
 }
 
 std::vector<PlanCaseG> plan_cases_g() {
-  AttentionPlan size64, count5, count3;
+  AttentionPlan size64, count5, count3, count40;
   size64.kind = AttentionPlan::Kind::kFixedSplitSize;
   size64.split_size = 64;
-  count5.kind = count3.kind = AttentionPlan::Kind::kSplitCount;
+  count5.kind = count3.kind = count40.kind = AttentionPlan::Kind::kSplitCount;
   count5.split_count = 5;
   count5.separate_new_keys = true;
   count3.split_count = 3;
+  // Many segments per row (the merge kernel's fold over 40 partials), splits shorter than a sub-block.
+  count40.split_count = 40;
+  count40.separate_new_keys = true;
   return {{Mode::kInvariant, std::nullopt}, {Mode::kDefault, std::nullopt}, {Mode::kInvariant, size64},
-          {Mode::kDefault, count5}, {Mode::kDefault, count3}};
+          {Mode::kDefault, count5}, {Mode::kDefault, count3}, {Mode::kDefault, count40}};
 }
 
 }  // namespace samebits::testing

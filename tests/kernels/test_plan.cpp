@@ -2,6 +2,8 @@
 // parts and attention key splits cover their ranges exactly, without overlap.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <set>
 #include <string>
 
@@ -101,6 +103,52 @@ TEST(PlanAttention, SplitsCoverVisibleKeysExactly) {
       p.kind = AttentionPlan::Kind::kSplitCount;
       p.split_count = count;
       expect_exact_cover(p, visible);
+    }
+  }
+}
+
+// Default mode counts (sequence, kv head, split) items per parallel unit, not one per unit: batch
+// 16 x 8 kv heads on 132 units wants 8 * 132 / 128 = 8 splits (rounded down: one wave), not 1;
+// the count is then that of the splits of sub-block multiples that the longest context fills.
+TEST(PlanAttention, DefaultSplitCountFillsUnitsByItems) {
+  EXPECT_EQ(plan_attention(Mode::kDefault, 16, 8, 8192, 132).split_count, 8);
+  EXPECT_EQ(plan_attention(Mode::kDefault, 64, 8, 8192, 132).split_count, 2);
+  EXPECT_EQ(plan_attention(Mode::kDefault, 256, 8, 8192, 132).split_count, 1);
+  EXPECT_EQ(plan_attention(Mode::kDefault, 4, 8, 8192, 132).split_count, 32);    // 33 wanted: 256 keys each
+  EXPECT_EQ(plan_attention(Mode::kDefault, 1, 8, 32768, 132).split_count, 128);  // 132 wanted: 256 keys each
+  // Capped by splits of kDefaultMinSplitKeys keys: 2048 keys give at most 32.
+  EXPECT_EQ(plan_attention(Mode::kDefault, 1, 8, 2048, 132).split_count, 32);
+  for (int seqs : {1, 2, 4, 16, 64, 256, 1000}) {
+    for (int64_t ctx : {1, 63, 64, 65, 1000, 2048, 2049, 8192}) {
+      for (int units : {1, 132}) {
+        const AttentionPlan p = plan_attention(Mode::kDefault, seqs, 8, ctx, units);
+        const int64_t work = int64_t(seqs) * 8;
+        const int64_t want = std::max<int64_t>(1, int64_t(kDefaultSplitItemsPerUnit) * units / work);
+        const int64_t cap = std::max<int64_t>(1, (ctx + kDefaultMinSplitKeys - 1) / kDefaultMinSplitKeys);
+        ASSERT_GE(p.split_count, 1);
+        ASSERT_LE(p.split_count, std::min(want, cap)) << seqs << " x " << ctx;
+        ASSERT_GT(2 * p.split_count, std::min(want, cap)) << seqs << " x " << ctx;  // rounding at most halves it
+        for (int i = 0; i < num_splits(p, ctx); ++i) {
+          const KeyRange r = split_range(p, ctx, i);
+          ASSERT_LT(r.begin, r.end) << seqs << " x " << ctx << ": split " << i << " of the longest context is empty";
+        }
+      }
+    }
+  }
+}
+
+// The default count is that of splits of whole sub-blocks over the longest context: with 8 kv
+// heads on 132 units and power-of-two batches and contexts, every split is a whole number of
+// kSplitAlignKeys-key sub-blocks (8192 keys at batch 4: 33 wanted, 32 of 256 keys given).
+TEST(PlanAttention, DefaultSplitsOfTheLongestContextAreWholeSubBlocks) {
+  for (int64_t ctx : {2048, 8192, 32768}) {
+    for (int seqs : {1, 2, 4, 8, 16, 32, 64, 128, 256}) {
+      const AttentionPlan p = plan_attention(Mode::kDefault, seqs, 8, ctx, 132);
+      for (int i = 0; i < num_splits(p, ctx); ++i) {
+        const KeyRange r = split_range(p, ctx, i);
+        EXPECT_EQ(r.begin % kSplitAlignKeys, 0) << seqs << " x " << ctx << ": split " << i;
+        EXPECT_EQ((r.end - r.begin) % kSplitAlignKeys, 0) << seqs << " x " << ctx << ": split " << i;
+      }
     }
   }
 }
