@@ -24,7 +24,7 @@ def main() -> int:
     modes = {m["mode"]: m for m in (sb or {}).get("modes", [])}
     hf_s = hf["run_seconds"] if hf else None
     print(f"\n{'engine':<22}{'run s':>8}{'tok/s':>9}{'/ HF time':>11}{'set-up s (weights + KV)':>26}"
-          f"{'host RSS GB (+model)':>22}{'waits/step':>11}{'host ms/step':>13}  check")
+          f"{'host RSS GB (+model)':>22}{'waits/step':>11}{'host ms/step':>13}{'pre/post ms/step':>20}  check")
     for name in ("invariant", "default"):
         m = modes.get(name)
         if not m:
@@ -39,8 +39,9 @@ def main() -> int:
               f"{t.get('setup_weights_seconds', 0) + t.get('setup_kv_cache_seconds', 0):>8.2f} "
               f"({t.get('setup_weights_seconds', 0):.2f} + {t.get('setup_kv_cache_seconds', 0):.2f})".ljust(18) +
               f"{rss:>12.2f}{t.get('host_waits', 0) / steps:>21.1f}"
-              f"{1e3 * (t.get('step_seconds', 0) - t.get('host_wait_seconds', 0)) / steps:>13.2f}  {check}"
-              f" ({steps} steps, {t.get('graph_replays', 0)} from graphs)")
+              f"{1e3 * (t.get('step_seconds', 0) - t.get('host_wait_seconds', 0)) / steps:>13.2f}"
+              f"{1e3 * t.get('host_idle_device_seconds', 0) / steps:>20.2f}  {check}"
+              f" ({steps} steps, {t.get('graph_replays', 0)} from graphs, {t.get('overlapped_steps', 0)} overlapped)")
     if hf:
         print(f"{'HF eager generate':<22}{hf_s:>8.2f}{hf['tokens_per_second']:>9.0f}{'1.00':>11}{hf['setup_seconds']:>8.2f}"
               f"   (transformers {hf['transformers']}, torch {hf['torch']})")

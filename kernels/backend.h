@@ -43,6 +43,7 @@ struct Backend {
   absl::Status (*gate_up_silu)(const ExecContext&, const GateUpSiluArgs&);
   absl::Status (*embedding)(const ExecContext&, const EmbeddingArgs&);
   absl::Status (*kv_write)(const ExecContext&, const KvWriteArgs&);
+  absl::Status (*qkv_prep)(const ExecContext&, const QkvPrepArgs&);
   absl::Status (*attention)(const ExecContext&, const AttentionArgs&);
   absl::Status (*argmax)(const ExecContext&, const ArgmaxArgs&);
   absl::Status (*sample)(const ExecContext&, const SampleArgs&);
@@ -59,6 +60,10 @@ struct Backend {
   // Optional: where the host has waited for the device since the backend started (cumulative);
   // nullptr = never (a synchronous backend has no separate device to wait for).
   SyncStats (*sync_stats)() = nullptr;
+
+  // Optional: whether work issued on ctx's stream is still running (a query that never waits);
+  // nullptr = never (a synchronous backend has finished every op when it returns).
+  bool (*busy)(const ExecContext& ctx) = nullptr;
 
   // Optional (nullptr on a synchronous backend): page-locked host memory, and copies enqueued on
   // ctx's stream that return at once. The host memory of an async copy must stay untouched until

@@ -112,6 +112,40 @@ struct KvWriteArgs {
   int64_t num_slots = 0;  // num_blocks * block_size, for bounds checks
 };
 
+// One step's q|k|v projection rows made into attention's inputs, per head: the q/k head rmsnorm
+// (Qwen3's q_norm / k_norm, as RmsNormArgs over rows of head_dim), then rope (as RopeArgs), then
+// K and V written to the paged cache (as KvWriteArgs); q, k and v are stored dense. Each stage is
+// optional, so the stages can also run one call at a time (the same arithmetic per element: the
+// fused and the staged calls give the same bits). Token t's head h is read at
+// x_in + t * stride + h * head_dim: the three inputs may be column ranges of one fused projection
+// output, or dense buffers (then the outputs may be the inputs themselves).
+struct QkvPrepArgs {
+  const bf16* q_in = nullptr;  // [T, q_stride], heads [0, num_q_heads)
+  const bf16* k_in = nullptr;  // [T, kv_stride], heads [0, num_kv_heads)
+  const bf16* v_in = nullptr;  // [T, kv_stride]
+  int64_t q_stride = 0, kv_stride = 0;  // elements between consecutive tokens
+  int64_t T = 0;
+  int num_q_heads = 0, num_kv_heads = 0, head_dim = 0;
+  // Head rmsnorm: both weights [head_dim] or neither (skipped). Plans as plan_row_reduce(mode,
+  // T * heads, head_dim, parallel_units).
+  const bf16* q_norm = nullptr;
+  const bf16* k_norm = nullptr;
+  float eps = 1e-6f;
+  RowReducePlan q_plan, k_plan;
+  // Rope: skipped when positions is null.
+  const int32_t* positions = nullptr;  // [T]
+  const float* table = nullptr;
+  int64_t max_position = 0;
+  // KV write: skipped when k_cache is null.
+  const int64_t* slot_mapping = nullptr;  // [T]
+  bf16* k_cache = nullptr;
+  bf16* v_cache = nullptr;
+  int64_t num_slots = 0;
+  bf16* q = nullptr;  // [T, num_q_heads, head_dim]
+  bf16* k = nullptr;  // [T, num_kv_heads, head_dim]
+  bf16* v = nullptr;
+};
+
 // Causal paged attention over a varlen batch: sequence s owns query tokens
 // [query_start[s], query_start[s+1]); its context (cached + new keys) has context_lens[s] keys, so
 // its i-th query of q_len sits at absolute position context_lens[s] - q_len + i and sees keys

@@ -1,8 +1,14 @@
 // The engine: the scheduler decides each step, the model computes it, the backend samples, the
 // scheduler books the result. Buffers of the step are members, reused from step to step.
+// Overlap: a step is enqueued whole (Model::forward_sample_begin) before the host does the work
+// that does not depend on the sampled tokens (the step's record, the prefix cache's registration
+// of the blocks the step fills); then one wait, then the tokens are booked. The next step's
+// schedule depends on them (a request that samples EOS finishes and frees its blocks), so it
+// waits for them: the step's schedule and bits do not depend on the overlap.
 #include "harness/engine/engine.h"
 
 #include <chrono>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "harness/engine/scheduler.h"
@@ -64,6 +70,7 @@ struct Engine::Impl {
   std::vector<int32_t> observed_rows;  // sampling rows whose logits the observer sees
   std::unique_ptr<OpTimer> timer;      // with config.profile
   Model::GraphStats graphs_before;     // the model's graph counts when the engine started
+  std::chrono::steady_clock::time_point step_start;
 
   void sync_stats() {
     const SchedulerStats& s = scheduler->stats();
@@ -162,6 +169,7 @@ bool Engine::cancel(uint64_t request_id) { return impl_->scheduler->cancel(reque
 absl::StatusOr<StepRecord> Engine::step(const StepRecord* forced) {
   Impl& m = *impl_;
   const auto start = std::chrono::steady_clock::now();
+  m.step_start = start;
   const SyncStats waits_before = sync_stats(m.model->backend());
   absl::StatusOr<StepRecord> record = m.run_step(forced);
   const SyncStats waits_after = sync_stats(m.model->backend());
@@ -185,10 +193,10 @@ absl::StatusOr<StepRecord> Engine::Impl::run_step(const StepRecord* forced) {
   } else {
     out = sched.schedule();
   }
-  StepRecord record = sched.record_of(out);
   ++m.stats.steps;
   m.sync_stats();
   if (out.entries.empty()) {
+    StepRecord record = sched.record_of(out);
     // Only a step that preempted everyone may be empty; anything else would repeat forever.
     if (sched.has_unfinished() && out.preempted.empty() && forced == nullptr) {
       return absl::InternalError(absl::StrCat("engine: step ", out.step, " scheduled nothing with ", sched.num_waiting(),
@@ -197,14 +205,24 @@ absl::StatusOr<StepRecord> Engine::Impl::run_step(const StepRecord* forced) {
     return record;
   }
   m.build_batch(out);
-  if (absl::Status s = m.model->forward_sample(m.config.exec, m.batch, m.rows, m.observed_rows, &m.sampled, &m.logits);
-      !s.ok()) {
+  const Backend& backend = m.model->backend();
+  std::optional<StepRecord> record;
+  if (!m.config.overlap) record = sched.record_of(out), sched.commit(out);
+  // The device starts on the step's first op while the host still issues the others.
+  m.stats.host_idle_device_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - m.step_start).count();
+  if (absl::Status s = m.model->forward_sample_begin(m.config.exec, m.batch, m.rows, m.observed_rows); !s.ok()) {
     return s;
   }
+  if (m.config.overlap) {
+    record = sched.record_of(out);
+    sched.commit(out);  // the step's input tokens are known: its full blocks can be registered
+    if (backend.busy != nullptr && backend.busy(m.config.exec)) ++m.stats.overlapped_steps;
+  }
+  if (absl::Status s = m.model->forward_sample_finish(m.config.exec, &m.sampled, &m.logits); !s.ok()) return s;
+  const auto arrived = std::chrono::steady_clock::now();
   if (m.timer) {
     if (absl::Status s = m.timer->collect(&m.stats.op_times); !s.ok()) return s;
   }
-  sched.commit(out);
   const size_t V = size_t(m.model->config().vocab_size);
   size_t observed = 0;
   for (size_t k = 0; k < m.sampling.size(); ++k) {
@@ -217,7 +235,8 @@ absl::StatusOr<StepRecord> Engine::Impl::run_step(const StepRecord* forced) {
   }
   m.stats.tokens_computed += out.num_tokens;
   m.stats.tokens_generated += int64_t(m.sampling.size());
-  return record;
+  m.stats.host_idle_device_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - arrived).count();
+  return *std::move(record);
 }
 
 std::vector<RequestResult> Engine::take_finished() { return impl_->scheduler->take_finished(); }

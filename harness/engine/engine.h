@@ -59,6 +59,9 @@ struct EngineConfig {
   ExecContext exec;
   bool profile = false;  // time every op on the backend's clock (EngineStats::op_times)
   bool graphs = true;    // decode steps replayed from recorded graphs where possible (Model::set_graphs)
+  // The step's sample-independent host work runs while the device computes it (same schedule,
+  // same bits: only where the host does it changes); false runs it before the step is enqueued.
+  bool overlap = true;
 };
 // Errors name the field and the value ("engine.block_size: 0 is not a positive integer").
 absl::Status validate_engine_config(const EngineConfig& config, const ModelConfig& model);
@@ -98,6 +101,13 @@ struct EngineStats {
   double step_seconds = 0;
   double host_wait_seconds = 0;
   int64_t host_waits = 0;
+  // Host time of steps spent before the step's first op was issued and after its results arrived:
+  // the device has none of the step's work then (it may still run the previous step's tail).
+  double host_idle_device_seconds = 0;
+  // Steps whose host work between enqueueing and waiting (the step's record, the prefix cache's
+  // registration of its blocks) finished while the device was still computing the step
+  // (Backend::busy; 0 on a synchronous backend).
+  int64_t overlapped_steps = 0;
   OpTimes op_times;
   int64_t graph_replays = 0;   // steps replayed from a recorded graph
   int64_t graph_captures = 0;  // graphs recorded

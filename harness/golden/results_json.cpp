@@ -27,6 +27,8 @@ json timing_to_json(const RunFigures& f) {
           {"step_seconds", f.step_seconds},
           {"host_wait_seconds", f.host_wait_seconds},
           {"host_waits", f.host_waits},
+          {"host_idle_device_seconds", f.host_idle_device_seconds},
+          {"overlapped_steps", f.overlapped_steps},
           {"graph_replays", f.graph_replays},
           {"graph_captures", f.graph_captures},
           {"host_seconds_per_step", (f.step_seconds - f.host_wait_seconds) / steps},
@@ -47,6 +49,8 @@ void timing_from_json(const std::string& file, JsonFields& f, RunFigures* out) {
   tf.get("step_seconds", &out->step_seconds);
   tf.get("host_wait_seconds", &out->host_wait_seconds);
   tf.get("host_waits", &out->host_waits);
+  if (tf.has("host_idle_device_seconds")) tf.get("host_idle_device_seconds", &out->host_idle_device_seconds);
+  if (tf.has("overlapped_steps")) tf.get("overlapped_steps", &out->overlapped_steps);
   if (tf.has("graph_replays")) tf.get("graph_replays", &out->graph_replays);
   if (tf.has("graph_captures")) tf.get("graph_captures", &out->graph_captures);
   tf.get("host_rss_baseline_bytes", &out->host_rss_baseline_bytes);

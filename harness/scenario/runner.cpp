@@ -145,6 +145,8 @@ RunFigures figures_of(const Engine& engine, double wall_seconds) {
   f.step_seconds = s.step_seconds;
   f.host_wait_seconds = s.host_wait_seconds;
   f.host_waits = s.host_waits;
+  f.host_idle_device_seconds = s.host_idle_device_seconds;
+  f.overlapped_steps = s.overlapped_steps;
   f.graph_replays = s.graph_replays;
   f.graph_captures = s.graph_captures;
   for (const auto& [kind, t] : s.op_times) f.op_times.push_back({kind, t.calls, t.seconds, t.host_seconds});

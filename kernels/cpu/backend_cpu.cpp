@@ -55,6 +55,7 @@ Backend make_cpu_backend() {
   b.gate_up_silu = cpu_gate_up_silu;
   b.embedding = cpu_embedding;
   b.kv_write = cpu_kv_write;
+  b.qkv_prep = cpu_qkv_prep;
   b.attention = cpu_attention;
   b.argmax = cpu_argmax;
   b.sample = cpu_sample;

@@ -13,6 +13,7 @@ absl::Status cpu_silu_mul(const ExecContext& ctx, const SiluMulArgs& args);     
 absl::Status cpu_gate_up_silu(const ExecContext& ctx, const GateUpSiluArgs& args);  // silu_mul.cpp
 absl::Status cpu_embedding(const ExecContext& ctx, const EmbeddingArgs& args);  // embedding.cpp
 absl::Status cpu_kv_write(const ExecContext& ctx, const KvWriteArgs& args);     // kv_write.cpp
+absl::Status cpu_qkv_prep(const ExecContext& ctx, const QkvPrepArgs& args);     // qkv_prep.cpp
 absl::Status cpu_attention(const ExecContext& ctx, const AttentionArgs& args);  // attention.cpp
 absl::Status cpu_argmax(const ExecContext& ctx, const ArgmaxArgs& args);        // argmax.cpp
 absl::Status cpu_sample(const ExecContext& ctx, const SampleArgs& args);        // sample.cpp

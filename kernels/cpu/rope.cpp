@@ -6,6 +6,7 @@
 #include "kernels/cpu/cpu_ops.h"
 #include "kernels/cpu/threading.h"
 #include "kernels/op_checks.h"
+#include "kernels/rope_math.h"
 
 namespace samebits {
 namespace {
@@ -26,8 +27,8 @@ void rotate(bf16* v, const float* cos_row, const float* sin_row, int half) {
   for (int i = 0; i < half; ++i) {
     float lo = to_float(v[i]), hi = to_float(v[i + half]);
     float c = cos_row[i], s = sin_row[i];
-    v[i] = to_bf16(lo * c - hi * s);
-    v[i + half] = to_bf16(hi * c + lo * s);
+    v[i] = rope_lo(lo, hi, c, s);
+    v[i + half] = rope_hi(lo, hi, c, s);
   }
 }
 

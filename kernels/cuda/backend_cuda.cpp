@@ -117,6 +117,9 @@ absl::Status cuda_synchronize(const ExecContext& ctx) {
   return device_error_status(e);
 }
 
+// Only "not ready" is busy: an error is left for the next synchronize to report.
+bool cuda_busy(const ExecContext& ctx) { return cudaStreamQuery(stream_of(ctx)) == cudaErrorNotReady; }
+
 absl::StatusOr<void*> cuda_alloc_host(size_t bytes) {
   void* p = nullptr;
   if (cudaError_t e = cudaMallocHost(&p, std::max<size_t>(bytes, 256)); e != cudaSuccess) {
@@ -337,6 +340,8 @@ const Backend* make_backend(std::string* why) {
   b->gate_up_silu = cuda_gate_up_silu;
   b->embedding = cuda_embedding;
   b->kv_write = cuda_kv_write;
+  b->qkv_prep = cuda_qkv_prep;
+  b->busy = cuda_busy;
   b->attention = cuda_attention;
   b->argmax = cuda_argmax;
   b->sample = cuda_sample;

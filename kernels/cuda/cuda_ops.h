@@ -19,6 +19,7 @@ absl::Status cuda_silu_mul(const ExecContext& ctx, const SiluMulArgs& args);    
 absl::Status cuda_gate_up_silu(const ExecContext& ctx, const GateUpSiluArgs& args);  // silu_mul.cu
 absl::Status cuda_embedding(const ExecContext& ctx, const EmbeddingArgs& args);  // embedding.cu
 absl::Status cuda_kv_write(const ExecContext& ctx, const KvWriteArgs& args);     // kv_write.cu
+absl::Status cuda_qkv_prep(const ExecContext& ctx, const QkvPrepArgs& args);     // qkv_prep.cu
 absl::Status cuda_attention(const ExecContext& ctx, const AttentionArgs& args);  // attention.cu
 absl::Status cuda_argmax(const ExecContext& ctx, const ArgmaxArgs& args);        // argmax.cu
 absl::Status cuda_sample(const ExecContext& ctx, const SampleArgs& args);        // sample.cu

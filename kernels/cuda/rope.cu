@@ -1,12 +1,13 @@
 // rope on CUDA (NeoX / HF rotate_half layout), in place on q and k, from the fp32 table
 // (make_rope_table): out[i] = q[i]*c_i - q[i+D/2]*s_i, out[i+D/2] = q[i+D/2]*c_i + q[i]*s_i in fp32
-// (each product rounded, then the add: --fmad=false), rounded to bf16. The CPU's arithmetic, so
+// (kernels/rope_math.h: each product rounded, then the add), rounded to bf16. The CPU's arithmetic, so
 // the bits equal the CPU's. Pointwise, no reduction: identical in both modes; one thread per
 // rotated pair. A position outside [0, max_position) skips its token and is reported by the next
 // synchronize (the CPU checks them all first; positions live in device memory here).
 #include "kernels/cuda/cuda_common.h"
 #include "kernels/cuda/cuda_ops.h"
 #include "kernels/op_checks.h"
+#include "kernels/rope_math.h"
 
 namespace samebits {
 namespace {
@@ -30,9 +31,8 @@ __global__ void rope_kernel(RopeArgs a, cuda::DeviceError* box) {
   const float* row = a.table + int64_t(pos) * a.head_dim;
   const float c = row[j], s = row[half + j];
   const float lo = to_float(v[j]), hi = to_float(v[j + half]);
-  const float lo_c = lo * c, hi_s = hi * s, hi_c = hi * c, lo_s = lo * s;
-  v[j] = to_bf16(lo_c - hi_s);
-  v[j + half] = to_bf16(hi_c + lo_s);
+  v[j] = rope_lo(lo, hi, c, s);
+  v[j + half] = rope_hi(lo, hi, c, s);
 }
 
 }  // namespace

@@ -85,15 +85,44 @@ absl::Status build_gate_up(const Backend& backend, const ModelConfig& config,
 absl::StatusOr<DeviceWeights> build_device_weights(const Backend& backend, const ModelConfig& config,
                                                    const TensorWriter& write) {
   DeviceWeights out;
+  const std::map<std::string, std::vector<int64_t>> shapes = expected_tensor_shapes(config);
+  auto numel_of = [&](const std::string& name) {
+    int64_t n = 1;
+    for (int64_t d : shapes.at(name)) n *= d;
+    return n;
+  };
+  // Where each q/k/v tensor goes inside its layer's shared allocation.
+  std::map<std::string, bf16*> placed;
+  for (int i = 0; i < config.num_layers; ++i) {
+    for (const char* suffix : {"weight", "bias"}) {
+      std::vector<std::string> names;
+      for (const char* proj : {"q_proj", "k_proj", "v_proj"}) {
+        names.push_back(absl::StrCat("model.layers.", i, ".self_attn.", proj, ".", suffix));
+      }
+      if (!shapes.contains(names[0])) continue;
+      int64_t total = 0;
+      for (const std::string& n : names) total += numel_of(n);
+      absl::StatusOr<DeviceBuffer> buf = DeviceBuffer::allocate(backend, size_t(total) * sizeof(bf16));
+      if (!buf.ok()) return buf.status();
+      bf16* at = buf->as<bf16>();
+      for (const std::string& n : names) placed[n] = at, at += numel_of(n);
+      out.storage.push_back(*std::move(buf));
+    }
+  }
   std::map<std::string, const bf16*> uploaded;
-  for (const auto& [name, shape] : expected_tensor_shapes(config)) {
-    int64_t numel = 1;
-    for (int64_t d : shape) numel *= d;
-    absl::StatusOr<DeviceBuffer> buf = DeviceBuffer::allocate(backend, size_t(numel) * sizeof(bf16));
-    if (!buf.ok()) return buf.status();
-    if (absl::Status s = write(name, shape, buf->as<bf16>(), numel); !s.ok()) return s;
-    uploaded[name] = buf->as<bf16>();
-    out.storage.push_back(*std::move(buf));
+  for (const auto& [name, shape] : shapes) {
+    const int64_t numel = numel_of(name);
+    bf16* dst = nullptr;
+    if (auto it = placed.find(name); it != placed.end()) {
+      dst = it->second;
+    } else {
+      absl::StatusOr<DeviceBuffer> buf = DeviceBuffer::allocate(backend, size_t(numel) * sizeof(bf16));
+      if (!buf.ok()) return buf.status();
+      dst = buf->as<bf16>();
+      out.storage.push_back(*std::move(buf));
+    }
+    if (absl::Status s = write(name, shape, dst, numel); !s.ok()) return s;
+    uploaded[name] = dst;
   }
   auto get = [&](const std::string& name) -> const bf16* {
     auto it = uploaded.find(name);
@@ -117,6 +146,8 @@ absl::StatusOr<DeviceWeights> build_device_weights(const Backend& backend, const
     l.v_bias = get(p + "self_attn.v_proj.bias");
     l.q_norm = get(p + "self_attn.q_norm.weight");
     l.k_norm = get(p + "self_attn.k_norm.weight");
+    l.qkv_proj = l.q_proj;
+    l.qkv_bias = l.q_bias;
     l.down_proj = get(p + "mlp.down_proj.weight");
     gate_and_up.emplace_back(get(p + "mlp.gate_proj.weight"), get(p + "mlp.up_proj.weight"));
     out.layers.push_back(l);

@@ -19,6 +19,9 @@ struct LayerWeights {
   const bf16 *q_proj = nullptr, *k_proj = nullptr, *v_proj = nullptr, *o_proj = nullptr;
   const bf16 *q_bias = nullptr, *k_bias = nullptr, *v_bias = nullptr;  // attention_bias only
   const bf16 *q_norm = nullptr, *k_norm = nullptr;                       // qk_norm only
+  // q_proj, k_proj, v_proj (and their biases) lie back to back in one allocation: rows
+  // [q | k | v] of one [q_dim + 2 * kv_dim, hidden] weight, so one linear call computes all three.
+  const bf16 *qkv_proj = nullptr, *qkv_bias = nullptr;
   const bf16* down_proj = nullptr;
   // [2I, H]: mlp.gate_proj and mlp.up_proj interleaved by gate_up_weight_row (kernels/ops.h), the
   // weight of the gate_up_silu op; the two tensors themselves are not kept.
@@ -34,8 +37,9 @@ struct DeviceWeights {
 };
 
 // Allocates every tensor of expected_tensor_shapes(config) in backend memory and has `write`
-// fill it (numel bf16 values at dst, backend memory), in name order; then regroups each layer's
-// gate and up projections into LayerWeights::gate_up.
+// fill it (numel bf16 values at dst, backend memory), in name order. A layer's q/k/v projections
+// (weights, and biases where present) are placed back to back (LayerWeights::qkv_proj); then each
+// layer's gate and up projections are regrouped into LayerWeights::gate_up.
 using TensorWriter = std::function<absl::Status(const std::string& name, const std::vector<int64_t>& shape,
                                                 bf16* dst, int64_t numel)>;
 absl::StatusOr<DeviceWeights> build_device_weights(const Backend& backend, const ModelConfig& config,

@@ -1,17 +1,23 @@
 // The Qwen3 forward pass (HF Qwen3ForCausalLM; Qwen2 with attention_bias and no qk_norm) over one
 // flattened batch. Per layer:
 //   h = rmsnorm(x (+ residual))                  input_layernorm, residual add fused from layer 1 on
-//   q, k, v = linear(h) (+ bias)                 q_proj, k_proj, v_proj
-//   q, k = rmsnorm over each head's head_dim     q_norm, k_norm (qk_norm)
-//   q, k = rope(q, k, positions)
-//   kv_write(k, v) -> paged cache; o = attention(q, cache)
+//   q|k|v = linear(h) (+ bias)                   q_proj, k_proj, v_proj as one call (the weights lie
+//                                                back to back: device_weights.h)
+//   q, k = rmsnorm over each head's head_dim     q_norm, k_norm (qk_norm)    } one qkv_prep op
+//   q, k = rope(q, k, positions)                                             } (kernels/ops.h),
+//   kv_write(k, v) -> paged cache                                            } read from q|k|v
+//   o = attention(q, cache)
 //   h = rmsnorm(o_proj(o) + residual)            post_attention_layernorm
 //   x = down(silu(gate(h)) * up(h))              gate_up_silu (one op), down_proj
 // then h = rmsnorm(x + residual) (model.norm), the logit rows gathered (the embedding op used as a
 // row gather), logits = lm_head(rows) in fp32. Every op goes through the backend table with the
 // caller's ExecContext; nothing here depends on the backend. The mode enters only through the
 // plans built here (plan_matmul, plan_row_reduce, plan_attention: kernels/plan.h), one per call,
-// from the shapes of this batch; the kernels execute them.
+// from the shapes of this batch; the kernels execute them. In invariant mode no output element's
+// reduction depends on N, so the fused q|k|v call gives q_proj's, k_proj's and v_proj's bits; in
+// default mode the library's choice follows the fused shape, as in engines that fuse them.
+// With an op observer (explain) the qkv_prep stages run one call each (split, norm, rope, write),
+// each output observed: the same arithmetic per element, the same bits (tests).
 //
 // A step waits for the backend once: the batch's index arrays go up by one async copy from
 // page-locked memory, attention derives its work on the device (no host mirrors), and the sampled
@@ -71,7 +77,7 @@ absl::Status grow(const Backend& backend, DeviceBuffer* buf, size_t bytes, uint6
 // Activation buffers, sized for the largest batch seen so far and reused: no allocation in a
 // step unless the batch outgrows them.
 struct Scratch {
-  DeviceBuffer resid, normed, q, k, v, attn, delta, gate_up, act;  // per token
+  DeviceBuffer resid, normed, qkv, q, k, v, attn, delta, gate_up, act;  // per token
   DeviceBuffer gathered, logits, sampled;                           // per logit row
   DeviceBuffer meta;                                                // the batch's index arrays
 };
@@ -109,6 +115,7 @@ struct Model::Impl {
   HostStaging meta_host;      // the batch's index arrays on their way up
   HostStaging out_host;       // sampled tokens and observed logits rows on their way back
   int64_t last_logit_rows = -1;
+  int64_t pending_tokens = -1, pending_rows = -1;  // a begun step's sampled rows and copied logits rows
   // Recorded decode graphs.
   bool graphs_on = true;
   std::map<GraphKey, RecordedGraph> graphs;
@@ -126,7 +133,8 @@ struct Model::Impl {
     return absl::OkStatus();
   }
   // Op kinds named by what they compute; linear kinds by projection and weight shape (N x K).
-  std::string linear_kind[7];
+  enum LinearKind { kQkv, kO, kGateUp, kDown, kLmHead, kLinearKinds };
+  std::string linear_kind[kLinearKinds];
 
   bf16* k_cache(int layer) const { return kv_cache.as<bf16>() + (2 * int64_t(layer)) * kv_layer_elems(); }
   bf16* v_cache(int layer) const { return kv_cache.as<bf16>() + (2 * int64_t(layer) + 1) * kv_layer_elems(); }
@@ -149,6 +157,8 @@ struct Model::Impl {
     if (backend->download_async != nullptr) return backend->download_async(ctx, host, src, bytes);
     return backend->download(host, src, bytes);
   }
+  absl::Status qkv_prep_observed(const ExecContext& ctx, const QkvPrepArgs& prep, int layer, int64_t T,
+                                 const std::string& plan) const;
   absl::Status run_layers(const ExecContext& ctx, const ForwardBatch& batch, const int32_t* d_tokens,
                           const int32_t* d_positions, const int64_t* d_slots, const int32_t* d_query_start,
                           const int32_t* d_context_lens, const int32_t* d_block_tables);
@@ -161,7 +171,8 @@ absl::Status Model::Impl::reserve(int64_t tokens, int64_t rows, size_t meta_byte
   const size_t kv_dim = size_t(config.num_kv_heads) * size_t(config.head_dim);
   const size_t T = size_t(tokens), R = size_t(std::max<int64_t>(rows, 1)), e = sizeof(bf16);
   Scratch& s = scratch;
-  for (auto [buf, bytes] : {std::pair{&s.resid, T * H * e}, {&s.normed, T * H * e}, {&s.q, T * q_dim * e},
+  for (auto [buf, bytes] : {std::pair{&s.resid, T * H * e}, {&s.normed, T * H * e},
+                            {&s.qkv, T * (q_dim + 2 * kv_dim) * e}, {&s.q, T * q_dim * e},
                             {&s.k, T * kv_dim * e}, {&s.v, T * kv_dim * e}, {&s.attn, T * q_dim * e},
                             {&s.delta, T * H * e}, {&s.gate_up, 2 * T * I * e}, {&s.act, T * I * e},
                             {&s.gathered, R * H * e}, {&s.logits, R * size_t(config.vocab_size) * sizeof(float)},
@@ -169,6 +180,39 @@ absl::Status Model::Impl::reserve(int64_t tokens, int64_t rows, size_t meta_byte
     SAMEBITS_RETURN_IF_ERROR(grow(b, buf, bytes, &buffer_epoch));
   }
   return absl::OkStatus();
+}
+
+// qkv_prep one stage per call, each stage's outputs handed to the observer in the unfused op order.
+absl::Status Model::Impl::qkv_prep_observed(const ExecContext& ctx, const QkvPrepArgs& prep, int layer, int64_t T,
+                                            const std::string& plan) const {
+  const Backend& b = *backend;
+  const int64_t q_dim = int64_t(prep.num_q_heads) * prep.head_dim, kv_dim = int64_t(prep.num_kv_heads) * prep.head_dim;
+  QkvPrepArgs split = prep;
+  split.q_norm = split.k_norm = nullptr, split.positions = nullptr, split.k_cache = split.v_cache = nullptr;
+  SAMEBITS_RETURN_IF_ERROR(b.qkv_prep(ctx, split));
+  for (auto [op, y, cols] : {std::tuple{ModelOp::kQProj, prep.q, q_dim}, {ModelOp::kKProj, prep.k, kv_dim},
+                             {ModelOp::kVProj, prep.v, kv_dim}}) {
+    SAMEBITS_RETURN_IF_ERROR(observe(ctx, layer, op, y, T, cols, false, plan));
+  }
+  // The later stages run in place on the dense outputs.
+  QkvPrepArgs stage = split;
+  stage.q_in = prep.q, stage.k_in = prep.k, stage.v_in = prep.v, stage.q_stride = q_dim, stage.kv_stride = kv_dim;
+  if (prep.q_norm != nullptr) {
+    QkvPrepArgs norm = stage;
+    norm.q_norm = prep.q_norm, norm.k_norm = prep.k_norm, norm.q_plan = prep.q_plan, norm.k_plan = prep.k_plan;
+    SAMEBITS_RETURN_IF_ERROR(b.qkv_prep(ctx, norm));
+    SAMEBITS_RETURN_IF_ERROR(observe(ctx, layer, ModelOp::kQNorm, prep.q, T, q_dim, false, prep.q_plan.describe()));
+    SAMEBITS_RETURN_IF_ERROR(observe(ctx, layer, ModelOp::kKNorm, prep.k, T, kv_dim, false, prep.k_plan.describe()));
+  }
+  QkvPrepArgs rope = stage;
+  rope.positions = prep.positions;
+  SAMEBITS_RETURN_IF_ERROR(b.qkv_prep(ctx, rope));
+  SAMEBITS_RETURN_IF_ERROR(observe(ctx, layer, ModelOp::kRopeQ, prep.q, T, q_dim, false, ""));
+  SAMEBITS_RETURN_IF_ERROR(observe(ctx, layer, ModelOp::kRopeK, prep.k, T, kv_dim, false, ""));
+  QkvPrepArgs write = stage;
+  write.slot_mapping = prep.slot_mapping, write.k_cache = prep.k_cache, write.v_cache = prep.v_cache;
+  write.num_slots = prep.num_slots;
+  return b.qkv_prep(ctx, write);
 }
 
 absl::Status Model::Impl::run_layers(const ExecContext& ctx, const ForwardBatch& batch, const int32_t* d_tokens,
@@ -197,20 +241,25 @@ absl::Status Model::Impl::run_layers(const ExecContext& ctx, const ForwardBatch&
     return observe(ctx, layer_now, op, y, T, cols, false, plan());
   };
   auto no_plan = [] { return std::string(); };
-  static constexpr ModelOp kLinearOps[] = {ModelOp::kQProj, ModelOp::kKProj, ModelOp::kVProj, ModelOp::kOProj,
-                                           ModelOp::kGateUpSilu, ModelOp::kDownProj};
-  auto linear = [&](int kind, const bf16* x, const bf16* w, const bf16* bias, int64_t N, int64_t K,
-                    bf16* y) -> absl::Status {
+  // The fused q|k|v call is observed through qkv_prep's split stage (observed_as = nullptr here).
+  std::string qkv_plan;
+  auto linear = [&](int kind, const ModelOp* observed_as, const bf16* x, const bf16* w, const bf16* bias, int64_t N,
+                    int64_t K, bf16* y) -> absl::Status {
     OpScope scope(ctx, linear_kind[kind]);
     LinearArgs a;
     a.x = x, a.w = w, a.bias = bias, a.M = T, a.N = N, a.K = K, a.y = y;
     a.plan = plan_matmul(ctx.mode, T, N, K, ctx.parallel_units);
     SAMEBITS_RETURN_IF_ERROR(b.linear(ctx, a));
-    return seen(kLinearOps[kind], y, N, [&] { return a.plan.describe(); });
+    if (observed_as == nullptr) {
+      if (observer) qkv_plan = a.plan.describe();
+      return absl::OkStatus();
+    }
+    return seen(*observed_as, y, N, [&] { return a.plan.describe(); });
   };
+  static constexpr ModelOp kOProj = ModelOp::kOProj, kDownProj = ModelOp::kDownProj;
   auto rmsnorm = [&](ModelOp op, const bf16* x, bf16* residual, const bf16* weight, int64_t rows, int64_t dim,
                      bf16* y) -> absl::Status {
-    OpScope scope(ctx, dim != H ? "rmsnorm q/k heads" : residual != nullptr ? "rmsnorm + residual add" : "rmsnorm");
+    OpScope scope(ctx, residual != nullptr ? "rmsnorm + residual add" : "rmsnorm");
     RmsNormArgs a;
     a.x = x, a.residual = residual, a.weight = weight, a.rows = rows, a.dim = dim, a.eps = c.rms_norm_eps, a.y = y;
     a.plan = plan_row_reduce(ctx.mode, rows, dim, ctx.parallel_units);
@@ -219,7 +268,7 @@ absl::Status Model::Impl::run_layers(const ExecContext& ctx, const ForwardBatch&
       const ModelOp sum = op == ModelOp::kPostNorm ? ModelOp::kResidual : ModelOp::kResidualIn;
       SAMEBITS_RETURN_IF_ERROR(seen(sum, residual, dim, no_plan));
     }
-    return seen(op, y, dim * rows / T, [&] { return a.plan.describe(); });
+    return seen(op, y, dim, [&] { return a.plan.describe(); });
   };
 
   EmbeddingArgs embed;
@@ -245,32 +294,25 @@ absl::Status Model::Impl::run_layers(const ExecContext& ctx, const ForwardBatch&
     } else {
       SAMEBITS_RETURN_IF_ERROR(rmsnorm(ModelOp::kInputNorm, delta, resid, w.input_norm, T, H, normed));
     }
-    SAMEBITS_RETURN_IF_ERROR(linear(0, normed, w.q_proj, w.q_bias, q_dim, H, q));
-    SAMEBITS_RETURN_IF_ERROR(linear(1, normed, w.k_proj, w.k_bias, kv_dim, H, k));
-    SAMEBITS_RETURN_IF_ERROR(linear(2, normed, w.v_proj, w.v_bias, kv_dim, H, v));
+    SAMEBITS_RETURN_IF_ERROR(linear(kQkv, nullptr, normed, w.qkv_proj, w.qkv_bias, q_dim + 2 * kv_dim, H, s.qkv.as<bf16>()));
+    QkvPrepArgs prep;
+    prep.q_in = s.qkv.as<bf16>(), prep.k_in = prep.q_in + q_dim, prep.v_in = prep.k_in + kv_dim;
+    prep.q_stride = prep.kv_stride = q_dim + 2 * kv_dim, prep.T = T;
+    prep.num_q_heads = c.num_heads, prep.num_kv_heads = c.num_kv_heads, prep.head_dim = c.head_dim;
     if (c.qk_norm) {
-      SAMEBITS_RETURN_IF_ERROR(rmsnorm(ModelOp::kQNorm, q, nullptr, w.q_norm, T * c.num_heads, c.head_dim, q));
-      SAMEBITS_RETURN_IF_ERROR(rmsnorm(ModelOp::kKNorm, k, nullptr, w.k_norm, T * c.num_kv_heads, c.head_dim, k));
+      prep.q_norm = w.q_norm, prep.k_norm = w.k_norm, prep.eps = c.rms_norm_eps;
+      prep.q_plan = plan_row_reduce(ctx.mode, T * c.num_heads, c.head_dim, ctx.parallel_units);
+      prep.k_plan = plan_row_reduce(ctx.mode, T * c.num_kv_heads, c.head_dim, ctx.parallel_units);
     }
-    RopeArgs rope;
-    rope.q = q, rope.k = k, rope.positions = d_positions, rope.T = T;
-    rope.num_q_heads = c.num_heads, rope.num_kv_heads = c.num_kv_heads, rope.head_dim = c.head_dim;
-    rope.table = rope_table.as<float>(), rope.max_position = c.max_position_embeddings;
-    {
-      OpScope scope(ctx, "rope");
-      SAMEBITS_RETURN_IF_ERROR(b.rope(ctx, rope));
-    }
-    SAMEBITS_RETURN_IF_ERROR(seen(ModelOp::kRopeQ, q, q_dim, no_plan));
-    SAMEBITS_RETURN_IF_ERROR(seen(ModelOp::kRopeK, k, kv_dim, no_plan));
-
-    KvWriteArgs write;
-    write.k = k, write.v = v, write.slot_mapping = d_slots, write.T = T;
-    write.num_kv_heads = c.num_kv_heads, write.head_dim = c.head_dim;
-    write.k_cache = k_cache(l), write.v_cache = v_cache(l);
-    write.num_slots = int64_t(kv.num_blocks) * kv.block_size;
-    {
-      OpScope scope(ctx, "kv_write");
-      SAMEBITS_RETURN_IF_ERROR(b.kv_write(ctx, write));
+    prep.positions = d_positions, prep.table = rope_table.as<float>(), prep.max_position = c.max_position_embeddings;
+    prep.slot_mapping = d_slots, prep.k_cache = k_cache(l), prep.v_cache = v_cache(l);
+    prep.num_slots = int64_t(kv.num_blocks) * kv.block_size;
+    prep.q = q, prep.k = k, prep.v = v;
+    if (observer) {
+      SAMEBITS_RETURN_IF_ERROR(qkv_prep_observed(ctx, prep, l, T, qkv_plan));
+    } else {
+      OpScope scope(ctx, "q/k norm + rope + kv_write");
+      SAMEBITS_RETURN_IF_ERROR(b.qkv_prep(ctx, prep));
     }
 
     AttentionArgs at;
@@ -287,18 +329,18 @@ absl::Status Model::Impl::run_layers(const ExecContext& ctx, const ForwardBatch&
     }
     if (observer) SAMEBITS_RETURN_IF_ERROR(observe(ctx, l, ModelOp::kAttention, attn, T, q_dim, false, plan.describe(), &plan));
 
-    SAMEBITS_RETURN_IF_ERROR(linear(3, attn, w.o_proj, nullptr, H, q_dim, delta));
+    SAMEBITS_RETURN_IF_ERROR(linear(kO, &kOProj, attn, w.o_proj, nullptr, H, q_dim, delta));
     SAMEBITS_RETURN_IF_ERROR(rmsnorm(ModelOp::kPostNorm, delta, resid, w.post_attention_norm, T, H, normed));
     GateUpSiluArgs mlp;
     mlp.x = normed, mlp.w = w.gate_up, mlp.M = T, mlp.F = I, mlp.K = H;
     mlp.plan = plan_matmul(ctx.mode, T, 2 * I, H, ctx.parallel_units);
     mlp.gate_up = s.gate_up.as<bf16>(), mlp.y = s.act.as<bf16>();
     {
-      OpScope scope(ctx, linear_kind[4]);
+      OpScope scope(ctx, linear_kind[kGateUp]);
       SAMEBITS_RETURN_IF_ERROR(b.gate_up_silu(ctx, mlp));
     }
     SAMEBITS_RETURN_IF_ERROR(seen(ModelOp::kGateUpSilu, s.act.as<bf16>(), I, [&] { return mlp.plan.describe(); }));
-    SAMEBITS_RETURN_IF_ERROR(linear(5, s.act.as<bf16>(), w.down_proj, nullptr, H, I, delta));
+    SAMEBITS_RETURN_IF_ERROR(linear(kDown, &kDownProj, s.act.as<bf16>(), w.down_proj, nullptr, H, I, delta));
   }
   layer_now = c.num_layers;
   return rmsnorm(ModelOp::kFinalNorm, delta, resid, weights.final_norm, T, H, normed);
@@ -379,11 +421,10 @@ absl::StatusOr<std::unique_ptr<Model>> Model::assemble(const Backend& backend, c
   const int64_t q_dim = int64_t(config.num_heads) * config.head_dim;
   const int64_t kv_dim = int64_t(config.num_kv_heads) * config.head_dim;
   // gate_up_silu is timed as a linear of its 2I weight rows (its silu_mul runs inside, or right after it).
-  const std::pair<const char*, std::pair<int64_t, int64_t>> linears[7] = {
-      {"q_proj", {q_dim, H}},  {"k_proj", {kv_dim, H}},  {"v_proj", {kv_dim, H}},
-      {"o_proj", {H, q_dim}},  {"gate_up+silu_mul", {2 * I, H}}, {"down_proj", {H, I}},
-      {"lm_head", {config.vocab_size, H}}};
-  for (int i = 0; i < 7; ++i) {
+  const std::pair<const char*, std::pair<int64_t, int64_t>> linears[Impl::kLinearKinds] = {
+      {"qkv_proj", {q_dim + 2 * kv_dim, H}}, {"o_proj", {H, q_dim}}, {"gate_up+silu_mul", {2 * I, H}},
+      {"down_proj", {H, I}}, {"lm_head", {config.vocab_size, H}}};
+  for (int i = 0; i < Impl::kLinearKinds; ++i) {
     m.linear_kind[i] = absl::StrCat("linear ", linears[i].first, " ", linears[i].second.first, "x", linears[i].second.second);
   }
 
@@ -561,7 +602,7 @@ absl::Status Model::Impl::enqueue_compute(const ExecContext& ctx, const ForwardB
     head.x = scratch.gathered.as<bf16>(), head.w = weights.lm_head, head.M = R, head.N = config.vocab_size;
     head.K = config.hidden_size, head.y_f32 = scratch.logits.as<float>();
     head.plan = plan_matmul(ctx.mode, R, head.N, head.K, ctx.parallel_units);
-    OpScope scope(ctx, linear_kind[6]);
+    OpScope scope(ctx, linear_kind[kLmHead]);
     SAMEBITS_RETURN_IF_ERROR(b.linear(ctx, head));
     if (observer) {
       SAMEBITS_RETURN_IF_ERROR(observe(ctx, config.num_layers, ModelOp::kLogits, head.y_f32, R, head.N, true, head.plan.describe()));
@@ -592,16 +633,17 @@ absl::Status check_sample_rows(int64_t wanted, int64_t last_logit_rows) {
 }  // namespace
 
 absl::Status Model::sample(const ExecContext& ctx, std::span<const SamplingRow> rows, std::vector<int32_t>* tokens) {
-  return forward_sample_tail(ctx, rows, {}, tokens, nullptr);
+  SAMEBITS_RETURN_IF_ERROR(sample_enqueue(ctx, rows, {}));
+  return forward_sample_finish(ctx, tokens, nullptr);
 }
 
 // The sample op on the logits still in backend memory, then the tokens and the wanted logits rows
-// copied back behind it, and one wait for all of it.
-absl::Status Model::forward_sample_tail(const ExecContext& ctx, std::span<const SamplingRow> rows,
-                                        std::span<const int32_t> host_rows, std::vector<int32_t>* tokens,
-                                        std::vector<float>* logits) {
+// copied back behind it; forward_sample_finish waits for all of it once.
+absl::Status Model::sample_enqueue(const ExecContext& ctx, std::span<const SamplingRow> rows,
+                                   std::span<const int32_t> host_rows) {
   Impl& m = *impl_;
   const Backend& b = *m.backend;
+  m.pending_tokens = m.pending_rows = -1;
   SAMEBITS_RETURN_IF_ERROR(check_sample_rows(int64_t(rows.size()), m.last_logit_rows));
   const size_t V = size_t(m.config.vocab_size);
   for (int32_t r : host_rows) {
@@ -610,11 +652,11 @@ absl::Status Model::forward_sample_tail(const ExecContext& ctx, std::span<const 
                                                      m.last_logit_rows, " logit rows"));
     }
   }
-  tokens->resize(rows.size());
-  if (logits != nullptr) logits->resize(host_rows.size() * V);
-  // A step that samples nothing still ends with its wait: the next step reuses the staging
-  // buffers its async copies read, and device-side errors are reported at the step that made them.
-  if (rows.empty()) return b.synchronize(ctx);
+  // A step that samples nothing still ends with its wait (in finish): the next step reuses the
+  // staging buffers its async copies read, and device-side errors are reported at the step that
+  // made them.
+  m.pending_tokens = int64_t(rows.size()), m.pending_rows = int64_t(host_rows.size());
+  if (rows.empty()) return absl::OkStatus();
   SampleArgs a;
   a.logits = m.scratch.logits.as<float>(), a.rows = int64_t(rows.size()), a.vocab = m.config.vocab_size;
   a.params = rows.data(), a.out = m.scratch.sampled.as<int32_t>();
@@ -642,20 +684,42 @@ absl::Status Model::forward_sample_tail(const ExecContext& ctx, std::span<const 
       i += n - 1;
     }
   }
+  return absl::OkStatus();
+}
+
+absl::Status Model::forward_sample_finish(const ExecContext& ctx, std::vector<int32_t>* tokens,
+                                          std::vector<float>* logits) {
+  Impl& m = *impl_;
+  if (m.pending_tokens < 0) return absl::FailedPreconditionError("model.forward_sample_finish: no step was begun");
+  const size_t rows = size_t(m.pending_tokens), host_rows = size_t(m.pending_rows), V = size_t(m.config.vocab_size);
+  m.pending_tokens = m.pending_rows = -1;
+  tokens->resize(rows);
+  if (logits != nullptr) logits->resize(host_rows * V);
   {
     OpScope scope(ctx, "step wait");
-    SAMEBITS_RETURN_IF_ERROR(b.synchronize(ctx));
+    SAMEBITS_RETURN_IF_ERROR(m.backend->synchronize(ctx));
   }
-  std::memcpy(tokens->data(), m.out_host.as<void>(), rows.size() * sizeof(int32_t));
-  if (logits != nullptr && !host_rows.empty()) std::memcpy(logits->data(), host_logits, host_rows.size() * V * sizeof(float));
+  if (rows == 0) return absl::OkStatus();
+  const size_t token_bytes = align8(rows * sizeof(int32_t));
+  std::memcpy(tokens->data(), m.out_host.as<void>(), rows * sizeof(int32_t));
+  if (logits != nullptr && host_rows > 0) {
+    std::memcpy(logits->data(), m.out_host.as<uint8_t>() + token_bytes, host_rows * V * sizeof(float));
+  }
   return absl::OkStatus();
+}
+
+absl::Status Model::forward_sample_begin(const ExecContext& ctx, const ForwardBatch& batch,
+                                         std::span<const SamplingRow> rows, std::span<const int32_t> host_rows) {
+  impl_->pending_tokens = -1;
+  SAMEBITS_RETURN_IF_ERROR(impl_->enqueue_forward(ctx, batch));
+  return sample_enqueue(ctx, rows, host_rows);
 }
 
 absl::Status Model::forward_sample(const ExecContext& ctx, const ForwardBatch& batch, std::span<const SamplingRow> rows,
                                    std::span<const int32_t> host_rows, std::vector<int32_t>* tokens,
                                    std::vector<float>* logits) {
-  SAMEBITS_RETURN_IF_ERROR(impl_->enqueue_forward(ctx, batch));
-  return forward_sample_tail(ctx, rows, host_rows, tokens, logits);
+  SAMEBITS_RETURN_IF_ERROR(forward_sample_begin(ctx, batch, rows, host_rows));
+  return forward_sample_finish(ctx, tokens, logits);
 }
 
 void Model::set_graphs(bool on) {

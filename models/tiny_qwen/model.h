@@ -75,6 +75,12 @@ class Model {
   absl::Status forward_sample(const ExecContext& ctx, const ForwardBatch& batch, std::span<const SamplingRow> rows,
                               std::span<const int32_t> host_rows, std::vector<int32_t>* tokens,
                               std::vector<float>* logits);
+  // forward_sample in two halves: begin enqueues the whole step (forward, sampling, the copies
+  // back) and returns without waiting; finish waits once and hands over the tokens and logits rows.
+  // Host work between the two runs while the device computes. rows must stay untouched until finish.
+  absl::Status forward_sample_begin(const ExecContext& ctx, const ForwardBatch& batch,
+                                    std::span<const SamplingRow> rows, std::span<const int32_t> host_rows);
+  absl::Status forward_sample_finish(const ExecContext& ctx, std::vector<int32_t>* tokens, std::vector<float>* logits);
 
   // Decode steps (one query token per sequence, every row sampled) replayed from recorded graphs
   // where the backend can record them (Backend::capture_begin) and no observer or op timer is
@@ -104,9 +110,8 @@ class Model {
   Model();
   static absl::StatusOr<std::unique_ptr<Model>> assemble(const Backend& backend, const ModelConfig& config,
                                                          KvCacheShape kv, DeviceWeights&& weights, uint64_t digest);
-  absl::Status forward_sample_tail(const ExecContext& ctx, std::span<const SamplingRow> rows,
-                                   std::span<const int32_t> host_rows, std::vector<int32_t>* tokens,
-                                   std::vector<float>* logits);
+  absl::Status sample_enqueue(const ExecContext& ctx, std::span<const SamplingRow> rows,
+                              std::span<const int32_t> host_rows);
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

@@ -79,17 +79,54 @@ TEST(EngineBasic, ProfileTimesEveryOpKindAndStepsAreTimedAlways) {
   ASSERT_EQ(profiled.error, "");
   const OpTimes& t = profiled.stats.op_times;
   const ModelConfig c = engine_test_config("micro");
-  for (const char* kind : {"attention prefill", "attention decode", "rmsnorm + residual add", "rope", "sampling", "embedding"}) {
+  for (const char* kind : {"attention prefill", "attention decode", "rmsnorm + residual add", "q/k norm + rope + kv_write",
+                           "sampling", "embedding"}) {
     EXPECT_TRUE(t.count(kind)) << kind;
   }
-  const std::string q_proj = "linear q_proj " + std::to_string(c.num_heads * c.head_dim) + "x" + std::to_string(c.hidden_size);
-  ASSERT_TRUE(t.count(q_proj)) << q_proj;
-  EXPECT_EQ(t.at(q_proj).calls, 4 * c.num_layers);  // 4 steps: one prefill, three decodes
+  // q, k and v projections as one call per layer.
+  const std::string qkv = "linear qkv_proj " + std::to_string((c.num_heads + 2 * c.num_kv_heads) * c.head_dim) + "x" +
+                          std::to_string(c.hidden_size);
+  ASSERT_TRUE(t.count(qkv)) << qkv;
+  EXPECT_EQ(t.at(qkv).calls, 4 * c.num_layers);  // 4 steps: one prefill, three decodes
+  EXPECT_EQ(t.at("q/k norm + rope + kv_write").calls, 4 * c.num_layers);
+  EXPECT_FALSE(t.count("rope")) << "rope runs inside qkv_prep";
   EXPECT_EQ(t.at("attention prefill").calls, c.num_layers);
   EXPECT_EQ(t.at("sampling").calls, 4);
   EXPECT_EQ(t.at(kStepSpan).calls, 4);
   // Same tokens and logits with and without the timer.
   EXPECT_EQ(count_differences(plain.observed[1], profiled.observed[1]), 0);
+}
+
+// EngineConfig::overlap moves host work behind the enqueued step: the same schedule, tokens and
+// logits either way. On the CPU backend (synchronous) no step can overlap; the GPU test
+// (GpuEngineOverlap) shows that steps do overlap there.
+TEST(EngineBasic, OverlapChangesNeitherTheScheduleNorTheBits) {
+  std::unique_ptr<Model> m = make_model(engine_test_config("micro"), 64, 16);
+  EngineConfig config = small_engine(40);  // tight: preemptions and prefix hits
+  const std::vector<Arrival> arrivals = {{0, observed(1, 30, 20)}, {0, observed(2, 17, 20)}, {2, observed(3, 30, 20)},
+                                         {3, observed(4, 40, 20)}};
+  config.overlap = false;
+  const RunOutcome serial = run_workload(*m, config, arrivals);
+  config.overlap = true;
+  const RunOutcome overlapped = run_workload(*m, config, arrivals);
+  ASSERT_EQ(serial.error, "");
+  ASSERT_EQ(overlapped.error, "");
+  EXPECT_EQ(overlapped.stats.overlapped_steps, 0) << "a synchronous backend has finished every op";
+  EXPECT_GT(serial.stats.host_idle_device_seconds, 0);
+  ASSERT_EQ(serial.records.size(), overlapped.records.size());
+  for (size_t i = 0; i < serial.records.size(); ++i) {
+    const auto &a = serial.records[i], &b = overlapped.records[i];
+    EXPECT_EQ(a.preempted, b.preempted) << "step " << i;
+    ASSERT_EQ(a.entries.size(), b.entries.size()) << "step " << i;
+    for (size_t e = 0; e < a.entries.size(); ++e) {
+      EXPECT_EQ(a.entries[e].blocks, b.entries[e].blocks) << "step " << i << " entry " << e;
+      EXPECT_EQ(a.entries[e].start_position, b.entries[e].start_position) << "step " << i << " entry " << e;
+    }
+  }
+  for (uint64_t id : {1, 2, 3, 4}) {
+    EXPECT_EQ(serial.results.at(id).tokens, overlapped.results.at(id).tokens) << id;
+    EXPECT_EQ(count_differences(serial.observed.at(id), overlapped.observed.at(id)), 0) << id;
+  }
 }
 
 TEST(EngineBasic, FinishesAtStopSequenceAndEos) {

@@ -9,10 +9,14 @@
 //     some row's default-mode bits (the attention split count and matmul algorithm follow the
 //     batch), never an invariant-mode row's;
 //   - the engine: the same workload with and without graphs gives the same tokens and logits.
+// And the engine's overlap (EngineConfig::overlap): the same workload with and without it gives the
+// same schedule, tokens and logits, and with it the host work of steps runs while the device
+// computes them (counted by Backend::busy), without it never.
 #include <gtest/gtest.h>
 
 #include <cstring>
 #include <map>
+#include <utility>
 
 #include "tests/gpu/gpu_test_support.h"
 #if defined(SAMEBITS_GPU_TESTS_HAVE_MODEL)
@@ -169,40 +173,88 @@ std::vector<Arrival> grouped_arrivals(int vocab) {
   return arrivals;
 }
 
+// The engine for grouped_arrivals on the tiny model's 512 blocks.
+EngineConfig grouped_engine(Mode mode) {
+  EngineConfig ec;
+  ec.block_size = 16;
+  ec.num_blocks = 512;
+  ec.max_tokens_per_step = 64;
+  ec.max_seqs = 64;
+  ec.exec.mode = mode;
+  return ec;
+}
+
+// The grouped workload with `flag` off, then on; the rest of grouped_engine(mode) alike.
+std::pair<RunOutcome, RunOutcome> off_and_on(Model& model, const std::vector<Arrival>& arrivals, Mode mode,
+                                             bool EngineConfig::*flag) {
+  EngineConfig ec = grouped_engine(mode);
+  ec.*flag = false;
+  RunOutcome off = run_workload(model, ec, arrivals);
+  ec.*flag = true;
+  return {std::move(off), run_workload(model, ec, arrivals)};
+}
+
+// Every one of the n requests observed in both runs, with the same tokens and logits.
+void expect_same_observed(const RunOutcome& a, const RunOutcome& b, size_t n) {
+  ASSERT_EQ(a.observed.size(), n);
+  for (const auto& [id, obs] : a.observed) {
+    auto it = b.observed.find(id);
+    ASSERT_NE(it, b.observed.end()) << "request " << id;
+    EXPECT_EQ(count_differences(obs, it->second), 0) << "request " << id;
+  }
+}
+
 TEST(GpuGraphs, EngineGivesTheSameBitsWithAndWithoutGraphs) {
   SAMEBITS_REQUIRE_GPU();
-  const ModelConfig config = engine_test_config("tiny");
-  auto model = make_model(config, 512, 16, 1, gpu);
+  auto model = make_model(engine_test_config("tiny"), 512, 16, 1, gpu);
   ASSERT_NE(model, nullptr);
-  const std::vector<Arrival> arrivals = grouped_arrivals(config.vocab_size);
+  const std::vector<Arrival> arrivals = grouped_arrivals(model->config().vocab_size);
   // Under racecheck invariant mode alone: the graph path is the same in both modes, and default
   // mode's kernels are racechecked by GpuEngine's default-mode sweep (its cuBLASLt calls are what
   // racecheck slows most).
   for (const Mode mode : sweep<Mode>({Mode::kInvariant, Mode::kDefault}, {Mode::kInvariant})) {
     SCOPED_TRACE(mode_name(mode));
-    EngineConfig ec;
-    ec.block_size = 16;
-    ec.num_blocks = 512;
-    ec.max_tokens_per_step = 64;
-    ec.max_seqs = 64;
-    ec.exec.mode = mode;
-    ec.graphs = false;
-    const RunOutcome eager = run_workload(*model, ec, arrivals);
+    const auto [eager, graphs] = off_and_on(*model, arrivals, mode, &EngineConfig::graphs);
     ASSERT_EQ(eager.error, "");
-    ec.graphs = true;
-    const RunOutcome graphs = run_workload(*model, ec, arrivals);
     ASSERT_EQ(graphs.error, "");
     EXPECT_EQ(eager.stats.graph_replays, 0);
     EXPECT_GT(graphs.stats.graph_replays, 10) << "too few decode steps replayed to test anything";
     std::printf("[%s] %lld of %lld steps replayed from %lld graphs\n", mode_str(mode).c_str(),
                 static_cast<long long>(graphs.stats.graph_replays), static_cast<long long>(graphs.stats.steps),
                 static_cast<long long>(graphs.stats.graph_captures));
-    ASSERT_EQ(eager.observed.size(), arrivals.size());
-    for (const auto& [id, obs] : eager.observed) {
-      auto it = graphs.observed.find(id);
-      ASSERT_NE(it, graphs.observed.end()) << "request " << id;
-      EXPECT_EQ(count_differences(obs, it->second), 0) << "request " << id;
+    expect_same_observed(eager, graphs, arrivals.size());
+  }
+}
+
+TEST(GpuEngineOverlap, SameScheduleAndBitsWithAndWithoutAndTheHostWorkOverlaps) {
+  SAMEBITS_REQUIRE_GPU();
+  auto model = make_model(engine_test_config("tiny"), 512, 16, 1, gpu);
+  ASSERT_NE(model, nullptr);
+  const std::vector<Arrival> arrivals = grouped_arrivals(model->config().vocab_size);
+  for (const Mode mode : sweep<Mode>({Mode::kInvariant, Mode::kDefault}, {Mode::kInvariant})) {
+    SCOPED_TRACE(mode_name(mode));
+    const auto [serial, overlapped] = off_and_on(*model, arrivals, mode, &EngineConfig::overlap);
+    ASSERT_EQ(serial.error, "");
+    ASSERT_EQ(overlapped.error, "");
+    std::printf("[%s] %lld of %lld steps overlapped; host %.3f ms/step before the first op or after the results "
+                "(%.3f without overlap)\n",
+                mode_str(mode).c_str(), static_cast<long long>(overlapped.stats.overlapped_steps),
+                static_cast<long long>(overlapped.stats.steps),
+                1e3 * overlapped.stats.host_idle_device_seconds / double(overlapped.stats.steps),
+                1e3 * serial.stats.host_idle_device_seconds / double(serial.stats.steps));
+    EXPECT_EQ(serial.stats.overlapped_steps, 0) << "no overlap counted where none was asked for";
+    EXPECT_GT(overlapped.stats.overlapped_steps, 0) << "the host work never ran while the device computed";
+    ASSERT_EQ(serial.records.size(), overlapped.records.size());
+    for (size_t i = 0; i < serial.records.size(); ++i) {
+      const auto &a = serial.records[i].entries, &b = overlapped.records[i].entries;
+      ASSERT_EQ(a.size(), b.size()) << "step " << i;
+      for (size_t e = 0; e < a.size(); ++e) {
+        EXPECT_TRUE(a[e].request_id == b[e].request_id && a[e].start_position == b[e].start_position &&
+                    a[e].num_tokens == b[e].num_tokens && a[e].blocks == b[e].blocks)
+            << "step " << i << " entry " << e;
+      }
     }
+    expect_same_observed(serial, overlapped, arrivals.size());
   }
 }
 #endif

@@ -161,7 +161,10 @@ TEST(GpuModel, EventTimerBracketsEveryOp) {
     EXPECT_GE(t.seconds, 0) << kind;
     sum += t.seconds;
   }
-  EXPECT_EQ(times.at("linear q_proj 256x256").calls, config.num_layers) << "q_proj once per layer";
+  const std::string qkv = "linear qkv_proj " + std::to_string((config.num_heads + 2 * config.num_kv_heads) * config.head_dim) +
+                          "x" + std::to_string(config.hidden_size);
+  EXPECT_EQ(times.at(qkv).calls, config.num_layers) << "q|k|v once per layer";
+  EXPECT_EQ(times.at("q/k norm + rope + kv_write").calls, config.num_layers);
   EXPECT_EQ(times.at("attention prefill").calls, config.num_layers);
   EXPECT_EQ(times.at("sampling").calls, 1);
   EXPECT_GT(sum, 0);

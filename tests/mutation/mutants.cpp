@@ -180,6 +180,18 @@ absl::Status mutant_rmsnorm(const ExecContext& ctx, const RmsNormArgs& a) {
   return state().real->rmsnorm(ctx, m);
 }
 
+// The q/k head norms inside qkv_prep carry their own plans: the same source planted there.
+absl::Status mutant_qkv_prep(const ExecContext& ctx, const QkvPrepArgs& a) {
+  QkvPrepArgs m = a;
+  if (state().blind) {
+    m.q_plan = m.k_plan = RowReducePlan{};
+  } else if (state().source == VarianceSource::kRmsNormSplitFewRows) {
+    m.q_plan = plan_row_reduce(Mode::kDefault, a.T * a.num_q_heads, a.head_dim, ctx.parallel_units);
+    m.k_plan = plan_row_reduce(Mode::kDefault, a.T * a.num_kv_heads, a.head_dim, ctx.parallel_units);
+  }
+  return state().real->qkv_prep(ctx, m);
+}
+
 absl::Status mutant_attention(const ExecContext& ctx, const AttentionArgs& a) {
   const Backend& b = *state().real;
   AttentionArgs m = a;
@@ -277,6 +289,7 @@ const Backend& mutant_backend(const Backend& real, VarianceSource source) {
   s.table.linear = mutant_linear;
   s.table.gate_up_silu = mutant_gate_up_silu;
   s.table.rmsnorm = mutant_rmsnorm;
+  s.table.qkv_prep = mutant_qkv_prep;
   s.table.attention = mutant_attention;
   s.table.sample = mutant_sample;
   return s.table;

@@ -1,0 +1,171 @@
+// qkv_prep on CUDA (kernels/ops.h QkvPrepArgs): the q/k head rmsnorm, rope and KV write of one
+// step in one kernel, reading the heads straight out of the fused q|k|v projection rows.
+// One block per token, 8 warps taking its heads in turn (q heads, then k, then v), each warp loading
+// 4 heads before computing any; lane l of a warp holds values [8l, 8l + 8) of its head in registers
+// (lanes past head_dim / 8 hold zeros), and its rope pairs' cos/sin and norm weights once for all
+// heads. The arithmetic per element is that of the separate ops, so the bits are theirs (gpu test):
+//   norm: rmsnorm's warp order over a head row (kernels/cuda/rmsnorm_math.cuh: lane l sums its
+//     chunk from +0, the 32 lanes by the xor butterfly), y = bf16(bf16(h * inv) * w);
+//   rope: kernels/rope_math.h on the normed bf16 values, the partner half from lane
+//     l +- head_dim / 16 by a shuffle;
+//   KV write: the token's k and v heads copied to slot slot_mapping[t]; slot -1 skips it, and a
+//     token whose slot a later token of the call names again is skipped (the CPU's last-wins).
+// No reduction crosses tokens or heads: identical in both modes for single-part norm plans. A
+// split default-mode norm plan, a head_dim that is not a multiple of 16 up to 256, or unaligned
+// rows take the staged form (kernels/qkv_prep.h) through the separate kernels instead.
+// A bad position or slot skips the token and is reported by the next synchronize.
+#include "kernels/cuda/cuda_common.h"
+#include "kernels/cuda/cuda_ops.h"
+#include "kernels/cuda/rmsnorm_math.cuh"
+#include "kernels/qkv_prep.h"
+#include "kernels/rope_math.h"
+
+namespace samebits {
+namespace {
+
+constexpr int kWarps = 8;
+constexpr int kMaxHeadDim = 256;  // 32 lanes x 8 values
+constexpr int kHeadsInFlight = 4;  // heads a warp loads before it computes any (memory latency once)
+
+struct HeadAt {
+  const bf16* src;
+  bf16* dst;
+  bf16* cache;  // nullptr: not written to the cache
+  int kind;     // 0 q, 1 k, 2 v
+};
+
+__device__ __forceinline__ HeadAt head_at(const QkvPrepArgs& a, int64_t t, int h, bool write, int64_t slot) {
+  const int Hq = a.num_q_heads, Hkv = a.num_kv_heads, D = a.head_dim;
+  const int kind = h < Hq ? 0 : h < Hq + Hkv ? 1 : 2;
+  const int head = kind == 0 ? h : kind == 1 ? h - Hq : h - Hq - Hkv;
+  const int64_t kv_row = int64_t(Hkv) * D, at = int64_t(head) * D;
+  HeadAt r;
+  r.kind = kind;
+  r.src = (kind == 0 ? a.q_in + t * a.q_stride : (kind == 2 ? a.v_in : a.k_in) + t * a.kv_stride) + at;
+  r.dst = (kind == 0 ? a.q + t * Hq * D : (kind == 2 ? a.v : a.k) + t * kv_row) + at;
+  r.cache = !write || kind == 0 ? nullptr : (kind == 2 ? a.v_cache : a.k_cache) + slot * kv_row + at;
+  return r;
+}
+
+__global__ void __launch_bounds__(kWarps * 32) qkv_prep_kernel(QkvPrepArgs a, cuda::DeviceError* box) {
+  const int64_t t = blockIdx.x;
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int D = a.head_dim, chunks = D / 8, half_chunks = chunks / 2;
+  const bool norm = a.q_norm != nullptr, rope = a.positions != nullptr;
+  const bool active = lane < chunks;
+  int32_t pos = 0;
+  if (rope) {
+    pos = a.positions[t];
+    if (pos < 0 || pos >= a.max_position) {  // the same for the whole block
+      if (threadIdx.x == 0) cuda::report_device_error(box, cuda::kErrRopePosition, t, pos, a.max_position);
+      return;
+    }
+  }
+  bool write = a.k_cache != nullptr;
+  int64_t slot = -1;
+  if (write) {
+    slot = a.slot_mapping[t];
+    if (slot < -1 || slot >= a.num_slots) {
+      if (threadIdx.x == 0) cuda::report_device_error(box, cuda::kErrKvWriteSlot, t, slot, a.num_slots);
+    }
+    write = slot >= 0 && slot < a.num_slots;
+  }
+  if (write) {  // block-uniform; independent loads, no early exit
+    bool later = false;
+    for (int64_t u = t + 1 + threadIdx.x; u < a.T; u += blockDim.x) later |= a.slot_mapping[u] == slot;
+    write = !__syncthreads_or(later);
+  }
+  // What every head of this lane uses: its 8 rope pairs' cos and sin, the norm weights' chunk.
+  const int j0 = (lane % max(half_chunks, 1)) * 8;
+  float cosv[8] = {}, sinv[8] = {};
+  if (rope && active) {
+    const float* row = a.table + int64_t(pos) * D;
+#pragma unroll
+    for (int e = 0; e < 8; ++e) cosv[e] = row[j0 + e], sinv[e] = row[D / 2 + j0 + e];
+  }
+  const uint4 zero = make_uint4(0, 0, 0, 0);
+  uint4 wq = zero, wk = zero;
+  if (norm && active) {
+    wq = *reinterpret_cast<const uint4*>(a.q_norm + lane * 8);
+    wk = *reinterpret_cast<const uint4*>(a.k_norm + lane * 8);
+  }
+  const int heads = a.num_q_heads + 2 * a.num_kv_heads;
+  const bool low = lane < half_chunks;
+  const int partner = (low ? lane + half_chunks : lane - half_chunks) & 31;
+  for (int h0 = warp; h0 < heads; h0 += kWarps * kHeadsInFlight) {
+    uint4 x[kHeadsInFlight];
+#pragma unroll
+    for (int i = 0; i < kHeadsInFlight; ++i) {
+      const int h = h0 + i * kWarps;
+      x[i] = h < heads && active ? *reinterpret_cast<const uint4*>(head_at(a, t, h, write, slot).src + lane * 8) : zero;
+    }
+#pragma unroll
+    for (int i = 0; i < kHeadsInFlight; ++i) {
+      const int h = h0 + i * kWarps;
+      if (h >= heads) break;  // warp-uniform
+      const HeadAt at = head_at(a, t, h, write, slot);
+      uint4 v = x[i];
+      if (at.kind != 2 && norm) {
+        const float inv = cuda::inverse_rms(cuda::warp_butterfly_sum(active ? cuda::add_squares8(0.0f, v) : 0.0f), D, a.eps);
+        float y[8];
+        cuda::normed8(v, at.kind == 0 ? wq : wk, inv, y);
+        v = cuda::pack_bf16x8(y);
+      }
+      if (at.kind != 2 && rope) {
+        uint4 o;
+        o.x = __shfl_sync(0xffffffffu, v.x, partner);
+        o.y = __shfl_sync(0xffffffffu, v.y, partner);
+        o.z = __shfl_sync(0xffffffffu, v.z, partner);
+        o.w = __shfl_sync(0xffffffffu, v.w, partner);
+        float out[8];
+#pragma unroll
+        for (int e = 0; e < 8; ++e) {
+          const float mine = cuda::bf16_at(v, e), other = cuda::bf16_at(o, e);
+          out[e] = to_float(low ? rope_lo(mine, other, cosv[e], sinv[e]) : rope_hi(other, mine, cosv[e], sinv[e]));
+        }
+        v = cuda::pack_bf16x8(out);
+      }
+      if (active) {
+        *reinterpret_cast<uint4*>(at.dst + lane * 8) = v;
+        if (at.cache != nullptr) *reinterpret_cast<uint4*>(at.cache + lane * 8) = v;
+      }
+    }
+  }
+}
+
+bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15) == 0; }
+
+absl::Status copy_rows(const ExecContext& ctx, bf16* dst, int64_t dst_stride, const bf16* src, int64_t src_stride,
+                       int64_t rows, int64_t cols) {
+  const size_t e = sizeof(bf16);
+  return cuda::cuda_status(cudaMemcpy2DAsync(dst, size_t(dst_stride) * e, src, size_t(src_stride) * e,
+                                             size_t(cols) * e, size_t(rows), cudaMemcpyDeviceToDevice,
+                                             cuda::stream_of(ctx)),
+                           "qkv_prep row copy");
+}
+
+bool fused_applies(const QkvPrepArgs& a) {
+  if (a.q_norm != nullptr && (a.q_plan.parts > 1 || a.k_plan.parts > 1)) return false;
+  if (a.head_dim % 16 != 0 || a.head_dim > kMaxHeadDim) return false;
+  if (a.q_stride % 8 != 0 || a.kv_stride % 8 != 0) return false;
+  for (const void* p : {(const void*)a.q_in, (const void*)a.k_in, (const void*)a.v_in, (const void*)a.q,
+                        (const void*)a.k, (const void*)a.v, (const void*)a.q_norm, (const void*)a.k_norm,
+                        (const void*)a.k_cache, (const void*)a.v_cache}) {
+    if (!aligned16(p)) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+absl::Status cuda_qkv_prep(const ExecContext& ctx, const QkvPrepArgs& a) {
+  if (absl::Status s = check_qkv_prep(a); !s.ok()) return s;
+  if (a.T == 0) return absl::OkStatus();
+  if (!fused_applies(a) || a.T > INT32_MAX) {
+    return qkv_prep_staged(ctx, a, QkvPrepStages{copy_rows, cuda_rmsnorm, cuda_rope, cuda_kv_write});
+  }
+  qkv_prep_kernel<<<unsigned(a.T), kWarps * 32, 0, cuda::stream_of(ctx)>>>(a, cuda::device_error_mailbox());
+  return cuda::check_launch("qkv_prep_kernel");
+}
+
+}  // namespace samebits
