@@ -207,7 +207,10 @@ absl::StatusOr<StepRecord> Engine::Impl::run_step(const StepRecord* forced) {
   m.build_batch(out);
   const Backend& backend = m.model->backend();
   std::optional<StepRecord> record;
-  if (!m.config.overlap) record = sched.record_of(out), sched.commit(out);
+  if (!m.config.overlap) {
+    record = sched.record_of(out);
+    sched.commit(out);
+  }
   // The device starts on the step's first op while the host still issues the others.
   m.stats.host_idle_device_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - m.step_start).count();
   if (absl::Status s = m.model->forward_sample_begin(m.config.exec, m.batch, m.rows, m.observed_rows); !s.ok()) {
