@@ -209,7 +209,7 @@ AttentionPrefillPlan prefill_plan(const AttentionArgs& a, const Extents& e, Atte
     p.stages = cuda::prefill_stages(a.head_dim);
     p.smem_bytes = cuda::prefill_smem_bytes(a.head_dim);
   } else {
-    p.smem_bytes = cuda::kAttnRows * a.head_dim * 2 + 4 * cuda::kAttnKeys * a.head_dim * 2;
+    p.smem_bytes = cuda::attention_kernel_smem_bytes(a.head_dim);
   }
   return p;
 }
@@ -217,7 +217,7 @@ AttentionPrefillPlan prefill_plan(const AttentionArgs& a, const Extents& e, Atte
 template <int HD>
 absl::Status launch(const AttnParams& base, const Extents& e, AttentionRoute route, const AttentionPrefillPlan& pp,
                     cudaStream_t stream) {
-  constexpr int kSmem = cuda::kAttnRows * HD * 2 + 4 * cuda::kAttnKeys * HD * 2;
+  constexpr int kSmem = cuda::attention_kernel_smem_bytes(HD);
   static bool general_set = false;
   SAMEBITS_RETURN_IF_ERROR(raise_smem_limit(cuda::attention_kernel<HD>, kSmem, &general_set));
   const DecodeGrid& grid = e.grid;

@@ -16,6 +16,10 @@ namespace samebits::cuda {
 constexpr int kAttnRows = 64;     // rows per block (4 warps x 16)
 constexpr int kAttnKeys = 64;     // keys per sub-block
 constexpr int kAttnThreads = 128;
+// Shared memory of attention_kernel: the block's Q tile, then two K and two V sub-block buffers.
+constexpr int attention_kernel_smem_bytes(int head_dim) {
+  return kAttnRows * head_dim * 2 + 4 * kAttnKeys * head_dim * 2;
+}
 
 struct AttnItem {  // a tile of one sequence (for every kv head)
   int32_t seq, row0, nrows;
