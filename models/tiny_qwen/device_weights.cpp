@@ -137,17 +137,11 @@ absl::StatusOr<DeviceWeights> build_device_weights(const Backend& backend, const
     LayerWeights l;
     l.input_norm = get(p + "input_layernorm.weight");
     l.post_attention_norm = get(p + "post_attention_layernorm.weight");
-    l.q_proj = get(p + "self_attn.q_proj.weight");
-    l.k_proj = get(p + "self_attn.k_proj.weight");
-    l.v_proj = get(p + "self_attn.v_proj.weight");
+    l.qkv_proj = get(p + "self_attn.q_proj.weight");  // k_proj and v_proj follow it (placed above)
+    l.qkv_bias = get(p + "self_attn.q_proj.bias");
     l.o_proj = get(p + "self_attn.o_proj.weight");
-    l.q_bias = get(p + "self_attn.q_proj.bias");
-    l.k_bias = get(p + "self_attn.k_proj.bias");
-    l.v_bias = get(p + "self_attn.v_proj.bias");
     l.q_norm = get(p + "self_attn.q_norm.weight");
     l.k_norm = get(p + "self_attn.k_norm.weight");
-    l.qkv_proj = l.q_proj;
-    l.qkv_bias = l.q_bias;
     l.down_proj = get(p + "mlp.down_proj.weight");
     gate_and_up.emplace_back(get(p + "mlp.gate_proj.weight"), get(p + "mlp.up_proj.weight"));
     out.layers.push_back(l);

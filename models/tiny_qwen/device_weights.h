@@ -16,12 +16,11 @@ namespace samebits {
 struct LayerWeights {
   const bf16* input_norm = nullptr;
   const bf16* post_attention_norm = nullptr;
-  const bf16 *q_proj = nullptr, *k_proj = nullptr, *v_proj = nullptr, *o_proj = nullptr;
-  const bf16 *q_bias = nullptr, *k_bias = nullptr, *v_bias = nullptr;  // attention_bias only
-  const bf16 *q_norm = nullptr, *k_norm = nullptr;                       // qk_norm only
   // q_proj, k_proj, v_proj (and their biases) lie back to back in one allocation: rows
   // [q | k | v] of one [q_dim + 2 * kv_dim, hidden] weight, so one linear call computes all three.
-  const bf16 *qkv_proj = nullptr, *qkv_bias = nullptr;
+  const bf16 *qkv_proj = nullptr, *qkv_bias = nullptr;  // qkv_bias: attention_bias only
+  const bf16* o_proj = nullptr;
+  const bf16 *q_norm = nullptr, *k_norm = nullptr;  // qk_norm only
   const bf16* down_proj = nullptr;
   // [2I, H]: mlp.gate_proj and mlp.up_proj interleaved by gate_up_weight_row (kernels/ops.h), the
   // weight of the gate_up_silu op; the two tensors themselves are not kept.
