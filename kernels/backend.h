@@ -108,6 +108,8 @@ void register_backend(const std::string& name, const Backend* backend);
 // Bumped whenever any kernel's arithmetic changes; goldens depend on it. 2: default-mode split-KV
 // count per warps (plan_attention), and the MLP's gate and up projections as one linear of 2F
 // columns (gate_up_silu: default mode's plan and cuBLASLt's algorithm follow the wider shape).
-inline constexpr int kKernelSetVersion = 2;
+// 3: fixed_expf with written-out fused multiply-adds and a degree-6 minimax polynomial (every
+// softmax, silu and sampling probability changes).
+inline constexpr int kKernelSetVersion = 3;
 
 }  // namespace samebits

@@ -1,8 +1,8 @@
 // fixed_expf (kernels/fixed_math.h) over an array, vectorised where the CPU allows
 // (kernels/cpu/isa.h). The vector code performs fixed_expf's operations lane by lane: the same
-// rounded range reduction, the same Horner polynomial, the same scaling by 2^n in two factors (the
-// second is exactly 1 unless n leaves [-126, 127], where fixed_expf also uses two), and the same
-// results for NaN, overflow and underflow; tests compare it with fixed_expf bitwise.
+// clamp, the same fused multiply-adds (the FMA instruction, correctly rounded as std::fma) for the
+// range reduction and the Horner polynomial, the same scaling by 2^n in two factors, and the same
+// NaN result; tests compare it with fixed_expf bitwise.
 #pragma once
 #include <cstdint>
 #include <cstring>

@@ -1,37 +1,43 @@
-// fixed_expf on W lanes with GCC vector types, included after a target pragma by vector_avx2.cpp and
-// vector_avx512.cpp. Each line is the lane-wise image of a line of fixed_expf (kernels/fixed_math.h).
+// fixed_expf on W lanes with GCC vector types, included after a target pragma (FMA included) by
+// vector_avx2.cpp and vector_avx512.cpp. The floating-point part is fixed_expf's own
+// expf_reduce_poly with the FMA instruction (correctly rounded, as std::fma and __fmaf_rn); each
+// other line is the lane-wise image of a line of fixed_expf (kernels/fixed_math.h).
 #pragma once
+#include <immintrin.h>
+
 #include "kernels/cpu/bf16_lanes.h"
 #include "kernels/cpu/exp_simd.h"
 #include "kernels/fixed_math.h"
 
 namespace samebits::cpu::simd {
 
+// a * b + c rounded once, lane by lane: 8 lanes (AVX2 + FMA) or 16 (AVX-512).
+struct FmaLanes {
+  template <typename vf>
+  vf operator()(vf a, vf b, vf c) const {
+    if constexpr (sizeof(vf) == 32) {
+      return (vf)_mm256_fmadd_ps((__m256)a, (__m256)b, (__m256)c);
+    } else {
+      static_assert(sizeof(vf) == 64);
+      return (vf)_mm512_fmadd_ps((__m512)a, (__m512)b, (__m512)c);
+    }
+  }
+};
+
 // vf, vi: GCC vector types of W floats and W int32s.
 template <typename vf, typename vi>
 inline vf fixed_expf_lanes(vf x) {
   using namespace fixed_math_detail;
-  const vf zero = {}, one = zero + 1.0f;
-  const vi izero = {};
-  const vf t = x * kLog2e;
-  const vi n = __builtin_convertvector(t + (t >= 0.0f ? zero + 0.5f : zero - 0.5f), vi);  // truncates
-  const vf nf = __builtin_convertvector(n, vf);
-  const vf r = (x - nf * kLn2Hi) - nf * kLn2Lo;
-  vf p = r * (1.0f / 5040.0f) + 1.0f / 720.0f;  // expf_poly, step by step
-  p = p * r + 1.0f / 120.0f;
-  p = p * r + 1.0f / 24.0f;
-  p = p * r + 1.0f / 6.0f;
-  p = p * r + 0.5f;
-  p = p * r + one;
-  p = p * r + one;
-  vi clamped = n < -126 ? izero - 126 : n;
-  clamped = clamped > 127 ? izero + 127 : clamped;
-  const vf first = (vf)((clamped + 127) << 23), second = (vf)((n - clamped + 127) << 23);
-  vf result = (p * first) * second;
-  result = x < -103.972084045410156f ? zero : result;
-  result = x > 88.72283935546875f ? (vf)(izero + 0x7f800000) : result;
-  result = x != x ? x : result;
-  return result;
+  const vf zero = {};
+  vf xc = x > kExpLo ? x : zero + kExpLo;
+  xc = xc < kExpHi ? xc : zero + kExpHi;
+  vf t, p;
+  expf_reduce_poly(xc, FmaLanes{}, &t, &p);
+  const vi n = (vi)t - (vi)(zero + kRoundMagic);
+  const vi n1 = n >> 1, n2 = n - n1;
+  const vf scaled = (vf)((vi)p + (n1 << 23));
+  const vf y = scaled * (vf)((n2 + 127) << 23);
+  return x != x ? x : y;
 }
 
 template <typename vf, typename vi>

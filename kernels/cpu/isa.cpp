@@ -52,7 +52,7 @@ bool isa_supported(Isa isa) {
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
   switch (isa) {
     case Isa::kPortable: return true;
-    case Isa::kAvx2: return __builtin_cpu_supports("avx2");
+    case Isa::kAvx2: return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");  // fixed_expf
     case Isa::kAvx512:
       return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
              __builtin_cpu_supports("avx512vl");

@@ -9,7 +9,7 @@
 
 namespace samebits::cpu {
 
-enum class Isa { kPortable, kAvx2, kAvx512 };
+enum class Isa { kPortable, kAvx2, kAvx512 };  // kAvx2: AVX2 and FMA
 
 std::string_view isa_name(Isa isa);
 bool isa_supported(Isa isa);           // this CPU has the instructions (and this build has the code)

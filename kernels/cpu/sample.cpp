@@ -19,8 +19,6 @@
 namespace samebits {
 namespace {
 
-constexpr float kExpUnderflow = -103.972084045410156f;  // fixed_expf(x) == 0 below this
-
 struct Candidate {
   float logit;
   int32_t id;

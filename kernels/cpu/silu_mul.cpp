@@ -2,15 +2,11 @@
 // is cast to bf16 before the multiply). Pointwise, no reduction: identical in both modes; threads
 // take whole rows.
 //
-// Speed: groups of 4 gates with |g| <= 87 run fixed_expf's exact operation sequence on 4-wide
-// vectors (element-wise IEEE operations: the same bits as the scalar function, which the tests
-// check); any other group (NaN, inf, overflow or subnormal exponents) takes the scalar function.
-// Where the CPU has AVX2 or AVX-512 (kernels/cpu/isa.h), rows go to silu_mul_row_avx2/avx512
-// (kernels/cpu/exp_simd.h): the same operations on 8 or 16 lanes, bf16 conversions included, for
-// every value; tests compare every path with this one bitwise.
+// Where the CPU has AVX2 (with FMA) or AVX-512 (kernels/cpu/isa.h), rows go to
+// silu_mul_row_avx2/avx512 (kernels/cpu/exp_simd.h): the same operations on 8 or 16 lanes, bf16
+// conversions included, for every value; tests compare every path with this one bitwise. This
+// portable row is the scalar function element by element.
 // gate_up_silu: linear then this op, by kernels/gate_up_silu.h (the reference of every backend).
-#include <cstring>
-
 #include "kernels/cpu/cpu_ops.h"
 #include "kernels/cpu/exp_simd.h"
 #include "kernels/cpu/isa.h"
@@ -22,24 +18,6 @@
 namespace samebits {
 namespace {
 
-typedef float v4f __attribute__((vector_size(16)));
-typedef int32_t v4i __attribute__((vector_size(16)));
-
-// fixed_expf (kernels/fixed_math.h) on 4 values with |x| <= 87, where n stays in [-126, 126] and
-// the scalar function returns p * 2^n: the same constants and operations in the same order.
-inline v4f fixed_expf4(v4f x) {
-  using namespace fixed_math_detail;
-  const v4f t = x * kLog2e;
-  const v4f half = t >= 0.0f ? v4f{} + 0.5f : v4f{} - 0.5f;
-  const v4i n = __builtin_convertvector(t + half, v4i);  // truncation, as int(float)
-  const v4f nf = __builtin_convertvector(n, v4f);
-  const v4f p = expf_poly((x - nf * kLn2Hi) - nf * kLn2Lo);
-  const v4i bits = (n + 127) << 23;
-  v4f scale;
-  std::memcpy(&scale, &bits, sizeof scale);
-  return p * scale;
-}
-
 inline bf16 silu_mul_one(bf16 g, bf16 u) {
   const float gv = to_float(g);
   const float act = gv / (1.0f + fixed_expf(-gv));
@@ -47,20 +25,7 @@ inline bf16 silu_mul_one(bf16 g, bf16 u) {
 }
 
 void silu_mul_row(const bf16* g, const bf16* u, bf16* y, int64_t F) {
-  int64_t i = 0;
-  for (; i + 4 <= F; i += 4) {
-    v4f gv;
-    for (int j = 0; j < 4; ++j) gv[j] = to_float(g[i + j]);
-    const bool in_range = gv[0] >= -87.0f && gv[0] <= 87.0f && gv[1] >= -87.0f && gv[1] <= 87.0f &&
-                          gv[2] >= -87.0f && gv[2] <= 87.0f && gv[3] >= -87.0f && gv[3] <= 87.0f;
-    if (!in_range) {
-      for (int j = 0; j < 4; ++j) y[i + j] = silu_mul_one(g[i + j], u[i + j]);
-      continue;
-    }
-    const v4f act = gv / (1.0f + fixed_expf4(-gv));
-    for (int j = 0; j < 4; ++j) y[i + j] = to_bf16(round_bf16(act[j]) * to_float(u[i + j]));
-  }
-  for (; i < F; ++i) y[i] = silu_mul_one(g[i], u[i]);
+  for (int64_t i = 0; i < F; ++i) y[i] = silu_mul_one(g[i], u[i]);
 }
 
 }  // namespace

@@ -17,7 +17,7 @@
 #include "kernels/fixed_math.h"
 
 #pragma GCC push_options
-#pragma GCC target("avx2")
+#pragma GCC target("avx2,fma")  // fma: fixed_expf's written-out fused multiply-adds only
 
 #include "kernels/cpu/attention_simd_body.h"
 #include "kernels/cpu/exp_simd_body.h"

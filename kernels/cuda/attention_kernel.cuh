@@ -222,14 +222,14 @@ __device__ __forceinline__ void attend_softmax(int64_t sb0, const SegRange (&rg)
     mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
     mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
     const float m_new = first[h] ? mx : fmaxf(m[h], mx);
-    alpha[h] = active[h] ? (first[h] ? 0.0f : fixed_expf_select(m[h] - m_new)) : 1.0f;
+    alpha[h] = active[h] ? (first[h] ? 0.0f : fixed_expf(m[h] - m_new)) : 1.0f;
     float sum = 0.0f;
 #pragma unroll
     for (int nt = 0; nt < 8; ++nt)
 #pragma unroll
       for (int e = 0; e < 2; ++e) {
         const float x = sc[nt][2 * h + e];
-        const float p = (active[h] && x != -INFINITY) ? fixed_expf_select(x - m_new) : 0.0f;
+        const float p = (active[h] && x != -INFINITY) ? fixed_expf(x - m_new) : 0.0f;
         sc[nt][2 * h + e] = p;
         sum = sum + p;
       }

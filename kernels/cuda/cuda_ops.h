@@ -29,6 +29,11 @@ absl::Status cuda_sample(const ExecContext& ctx, const SampleArgs& args);       
 absl::Status cuda_fill_synthetic(void* dst, int64_t n, uint64_t tensor_key, float scale, float offset);
 // synthetic_fill.cu
 
+// out[i] = fixed_expf(x) for x the fp32 with bit pattern first + i, i < n (the device's exp, for
+// the test that it equals the host's bit for bit); planted (tests only): the multiply-adds rounded
+// twice, a difference that test must see.
+absl::Status cuda_fixed_expf_range(uint32_t first, int64_t n, float* out, bool planted);  // fixed_expf_range.cu
+
 // Paged attention with a forced route for the sequences' last tiles of 1..16 rows (decodes):
 // kAuto (cuda_attention) chooses by speed, kDecodeKernel gives them to the one-warp-per-segment
 // decode kernel (as many warps per block as kAuto would take), kDecodeKernelWide to the decode

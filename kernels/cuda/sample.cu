@@ -22,7 +22,6 @@
 namespace samebits {
 namespace {
 
-constexpr float kExpUnderflow = -103.972084045410156f;  // fixed_expf(x) == 0 below this
 constexpr int kRowsPerGroup = 32;
 
 struct RowJob {

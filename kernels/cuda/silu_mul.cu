@@ -1,6 +1,6 @@
 // silu_mul on CUDA: y = bf16(bf16(silu(g)) * u), silu(g) = g / (1 + fixed_expf(-g)) with the
-// CPU's fixed_expf (kernels/fixed_math.h, host + device, no FMA contraction: --fmad=false) and IEEE
-// division, so the bits equal the CPU's. Pointwise, no reduction: identical in both modes; one
+// CPU's fixed_expf (kernels/fixed_math.h, host + device; its fused multiply-adds written out, no
+// other contraction: --fmad=false) and IEEE division, so the bits equal the CPU's. Pointwise, no reduction: identical in both modes; one
 // thread per 8 elements with 16-byte loads and stores where the sizes and pointers allow, else
 // one thread per element (the same arithmetic per element either way). Interleaved gate/up
 // (SiluMulArgs.group, the default-mode gate_up_silu): a group of 8 is one 16-byte piece, so the

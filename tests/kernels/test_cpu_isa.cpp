@@ -129,7 +129,8 @@ TEST_P(IsaExp, SameBitsAsFixedExpf) {
   std::vector<float> in = {0.f, -0.f, 1.f, -1.f, 88.72283935546875f, 88.7228469848632812f, -103.972084045410156f,
                            -103.97209167480469f, -87.33654f, -87.5f, -100.f, 88.f, 1e-30f, -1e-30f, 3.4e38f, -3.4e38f,
                            std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity(),
-                           std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::denorm_min()};
+                           std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::denorm_min(),
+                           -104.f, -104.00001f, 89.f, 89.00001f, -std::numeric_limits<float>::quiet_NaN()};
   for (float x = -110.f; x < 95.f; x += 0.00731f) in.push_back(x);  // overflow, normal and subnormal results
   std::mt19937 rng(5);
   for (int i = 0; i < 200000; ++i) {

@@ -1,5 +1,6 @@
-// fixed_math: fixed_expf within 2 ulp of exp over a dense sweep, specials; fixed_exp/log/sincos
-// against glibc's double functions; the rope table against std::sin/cos; sampling_uniform.
+// fixed_math: fixed_expf within 2 ulp of exp over a dense sweep, specials, and variants seen to
+// differ (the inverse); fixed_exp/log/sincos against glibc's double functions; the rope table
+// against std::sin/cos; sampling_uniform.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -8,10 +9,13 @@
 #include <set>
 
 #include "kernels/fixed_math.h"
+#include "tests/support/expf_accuracy.h"
 #include "xxhash.h"
 
 namespace samebits {
 namespace {
+
+using testing::ExpfAccuracy;
 
 uint32_t bits_of(float f) {
   uint32_t u;
@@ -24,31 +28,27 @@ float float_of(uint32_t u) {
   return f;
 }
 
-// |got - exact| in units of the fp32 ulp at the exact value (subnormal ulp 2^-149 at the bottom).
-double ulp_error(float got, double exact) {
-  int e;
-  std::frexp(exact, &e);  // exact = m * 2^e, m in [0.5, 1): ulp = 2^(e - 24)
-  double ulp = std::ldexp(1.0, std::max(e - 24, -149));
-  return std::fabs(double(got) - exact) / ulp;
-}
+// A twice-rounded a * b + c: fixed_expf as a compiler that ignored the written-out fused
+// multiply-adds would build it. The bitwise comparisons of the vector and device paths must see it.
+struct UnfusedFma {
+  float operator()(float a, float b, float c) const { return a * b + c; }
+};
+float unfused_expf(float x) { return fixed_math_detail::expf_with(x, UnfusedFma{}); }
 
 TEST(FixedExpf, WithinTwoUlpOverADenseSweep) {
-  // Every 61st float bit pattern from 0 to the overflow bound on both signs: ~36M points.
-  double worst = 0.0;
-  float worst_x = 0.f;
-  for (float sign : {1.f, -1.f}) {
-    const uint32_t last = bits_of(sign > 0 ? 88.72283f : 103.9720f);
-    for (uint32_t b = 0; b <= last; b += 61) {
-      const float x = sign * float_of(b);
-      const double err = ulp_error(fixed_expf(x), std::exp(double(x)));
-      if (err > worst) {
-        worst = err;
-        worst_x = x;
-      }
+  // Every 61st float bit pattern of all 2^32 (~70M points; the device test covers all of them),
+  // and every pattern near the bounds where the result changes kind.
+  ExpfAccuracy acc;
+  for (uint64_t b = 0; b <= 0xffffffffull; b += 61) acc.add(float_of(uint32_t(b)), fixed_expf(float_of(uint32_t(b))));
+  for (float edge : {88.72283935546875f, kExpUnderflow, -87.33654f, 0.3465736f, -0.3465736f, -104.f, 89.f}) {
+    for (int64_t d = -4096; d <= 4096; ++d) {
+      const float x = float_of(uint32_t(int64_t(bits_of(edge)) + d));
+      acc.add(x, fixed_expf(x));
     }
   }
-  EXPECT_LE(worst, 2.0) << "worst at x = " << worst_x;
-  std::cout << "[ info ] fixed_expf worst error " << worst << " ulp at x = " << worst_x << "\n";
+  EXPECT_TRUE(acc.ok()) << acc.describe();
+  EXPECT_GT(acc.checked, 70000000);
+  std::cout << "[ info ] fixed_expf: " << acc.describe() << "\n";
 }
 
 TEST(FixedExpf, SpecialValues) {
@@ -56,43 +56,34 @@ TEST(FixedExpf, SpecialValues) {
   EXPECT_EQ(fixed_expf(0.f), 1.f);
   EXPECT_EQ(fixed_expf(-0.f), 1.f);
   EXPECT_EQ(fixed_expf(inf), inf);
-  EXPECT_EQ(fixed_expf(-inf), 0.f);
+  EXPECT_EQ(bits_of(fixed_expf(-inf)), 0u);
   EXPECT_EQ(fixed_expf(89.f), inf);
   EXPECT_EQ(fixed_expf(88.72284f), inf);  // just above ln(FLT_MAX)
   EXPECT_LT(fixed_expf(88.7228f), inf);
-  EXPECT_EQ(fixed_expf(-104.f), 0.f);
-  EXPECT_GT(fixed_expf(-103.f), 0.f);  // subnormal, not flushed
-  EXPECT_TRUE(std::isnan(fixed_expf(std::nanf(""))));
+  EXPECT_EQ(bits_of(fixed_expf(-104.f)), 0u);
+  EXPECT_EQ(bits_of(fixed_expf(kExpUnderflow)), 0u);
+  EXPECT_GT(fixed_expf(std::nextafter(kExpUnderflow, 0.f)), 0.f);  // the smallest subnormal, not flushed
+  EXPECT_GT(fixed_expf(-103.f), 0.f);
+  const float nan = std::nanf("");
+  EXPECT_EQ(bits_of(fixed_expf(nan)), bits_of(nan));
+  EXPECT_EQ(bits_of(fixed_expf(-nan)), bits_of(-nan));
 }
 
-// The CUDA softmax uses the select form; it must give fixed_expf's bits for every input: here
-// every 251st bit pattern of all 2^32 (both signs, NaNs and infinities included) and every
-// pattern near the bounds where fixed_expf changes path (overflow, underflow, the two scalings).
-TEST(FixedExpf, SelectFormEqualsBranchForm) {
-  int64_t checked = 0, differ = 0;
-  uint32_t first_bad = 0;
-  auto check = [&](uint32_t b) {
-    const float x = float_of(b);
-    ++checked;
-    if (bits_of(fixed_expf_select(x)) != bits_of(fixed_expf(x)) && differ++ == 0) first_bad = b;
-  };
-  for (uint64_t b = 0; b <= 0xffffffffull; b += 251) check(uint32_t(b));
-  for (float edge : {88.72283935546875f, -103.972084045410156f, 88.0f, -87.33654f, -87.68f, 0.3465736f, -0.3465736f}) {
-    for (int64_t d = -4096; d <= 4096; ++d) check(uint32_t(int64_t(bits_of(edge)) + d));
-  }
-  for (float special : {0.f, -0.f, std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity(),
-                        std::nanf(""), -std::nanf("")}) {
-    check(bits_of(special));
-  }
-  EXPECT_EQ(differ, 0) << "of " << checked << "; first at bit pattern 0x" << std::hex << first_bad;
-  EXPECT_GT(checked, 17000000);
-  // Inverse: the same comparison sees a function that differs by a rounding (correctly rounded exp).
-  int64_t mutant_differs = 0;
+// Inverse of every bitwise comparison with fixed_expf (vector paths, the device): a function that
+// rounds its multiply-adds twice, or a correctly rounded exp, is seen to differ.
+TEST(FixedExpf, TwiceRoundedAndCorrectlyRoundedVariantsDiffer) {
+  int64_t unfused_differs = 0, rounded_differs = 0, checked = 0;
   for (uint64_t b = 0; b <= 0xffffffffull; b += 4099) {
     const float x = float_of(uint32_t(b));
-    if (!std::isnan(x) && bits_of(float(std::exp(double(x)))) != bits_of(fixed_expf_select(x))) ++mutant_differs;
+    if (std::isnan(x)) continue;
+    ++checked;
+    if (bits_of(unfused_expf(x)) != bits_of(fixed_expf(x))) ++unfused_differs;
+    if (bits_of(float(std::exp(double(x)))) != bits_of(fixed_expf(x))) ++rounded_differs;
   }
-  EXPECT_GT(mutant_differs, 0);
+  EXPECT_GT(unfused_differs, 0) << "of " << checked;
+  EXPECT_GT(rounded_differs, 0) << "of " << checked;
+  std::cout << "[ info ] of " << checked << " inputs the twice-rounded form differs at " << unfused_differs
+            << ", the correctly rounded exp at " << rounded_differs << "\n";
 }
 
 TEST(FixedDoubleMath, ExpLogSinCosMatchGlibcToE15) {
