@@ -1,8 +1,9 @@
 // The MLP's gate_up_silu at the Qwen3-8B shape (F = 12288, K = 4096; one linear of 2F = 24576
 // columns) for the burst's batch sizes: default mode (cuBLASLt on the interleaved [gate; up] weight,
-// then the silu_mul kernel), invariant mode (the invariant linear with the fused silu_mul
-// epilogue) and invariant by parts (the invariant linear's [M, 2F] output, then the silu_mul
-// kernel: what the fusion saves). Each iteration times a batch of calls of each, in a rotating
+// then the silu_mul kernel), invariant mode (its routing: the invariant linear with the fused
+// silu_mul epilogue up to a row threshold, by parts above), the fused epilogue forced at every M,
+// and invariant by parts (the invariant linear's [M, 2F] output, then the silu_mul kernel: what the
+// fusion saves). Each iteration times a batch of calls of each, in a rotating
 // order (bench_matmul.cpp says why); weights rotated among copies so that they do not sit in L2.
 #include <cuda_runtime.h>
 
@@ -45,8 +46,8 @@ Operands& operands() {
   return op;
 }
 
-enum Method { kDefault, kFused, kByParts, kMethods };
-const char* const kNames[kMethods] = {"default", "fused", "by_parts"};
+enum Method { kDefault, kFused, kByParts, kFusedEpilogue, kMethods };
+const char* const kNames[kMethods] = {"default", "fused", "by_parts", "fused_epilogue"};
 
 std::function<void(int)> call(Method m, int64_t M, bool* failed) {
   return [m, M, failed](int i) {
@@ -56,8 +57,9 @@ std::function<void(int)> call(Method m, int64_t M, bool* failed) {
     GateUpSiluArgs a;
     a.x = op.x, a.w = op.w[size_t(i) % op.w.size()], a.M = M, a.F = kF, a.K = kK, a.gate_up = op.gate_up, a.y = op.y;
     a.plan = plan_matmul(ctx.mode, M, 2 * kF, kK, ctx.parallel_units);
-    const absl::Status st = m == kByParts ? gate_up_silu_by_parts(cuda_linear, cuda_silu_mul, ctx, a)
-                                          : gpu()->gate_up_silu(ctx, a);
+    const absl::Status st = m == kByParts         ? gate_up_silu_by_parts(cuda_linear, cuda_silu_mul, ctx, a)
+                            : m == kFusedEpilogue ? cuda_gate_up_silu_invariant(ctx, a, -1)
+                                                  : gpu()->gate_up_silu(ctx, a);
     *failed = *failed || !st.ok();
   };
 }

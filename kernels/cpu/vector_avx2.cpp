@@ -8,6 +8,9 @@
 #include "kernels/cpu/rmsnorm_simd.h"
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+// fixed_expf's template body (kernels/fixed_math.h, read before the target pragma) is always
+// inlined into this file's vector functions: no vector value crosses a call, whatever -Wpsabi says.
+#pragma GCC diagnostic ignored "-Wpsabi"
 #include <immintrin.h>  // system headers before the target pragma: their code stays baseline
 
 #include <algorithm>

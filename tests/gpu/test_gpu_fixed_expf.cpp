@@ -30,7 +30,7 @@ struct RangeCheck {
 RangeCheck check_range(uint32_t first, const std::vector<float>& device) {
   const int64_t n = int64_t(device.size());
   const int64_t workers = std::max<int64_t>(1, std::thread::hardware_concurrency());
-  std::vector<RangeCheck> parts(size_t(workers));
+  std::vector<RangeCheck> parts(static_cast<size_t>(workers));
   std::vector<std::thread> threads;
   for (int64_t w = 0; w < workers; ++w) {
     threads.emplace_back([&, w] {
