@@ -138,7 +138,9 @@ class Engine {
   // Finishes a queued or running request at once as kCancelled (its tokens so far in the result)
   // and frees its KV blocks; call between steps. False when no such request is unfinished.
   bool cancel(uint64_t request_id);
-  // Schedules and runs one step. With `forced`, runs exactly that schedule (replay) instead: the
+  // Schedules and runs one step. With schedule_ahead the step may be left computing when this
+  // returns, its tokens booked by the next call (has_unfinished() stays true meanwhile; cancel()
+  // books them first). With `forced`, runs exactly that schedule (replay) instead: the
   // same requests must have been added before the same steps; a record that does not fit the
   // engine's state (unknown request, position, busy block, missing prefix hit) is an error naming
   // the step and request, after which the engine should be discarded.
