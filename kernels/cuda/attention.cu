@@ -21,9 +21,8 @@
 // capability 9.0 sm90a/attention_prefill.cu: tiles of up to 128 rows on wgmma, whose k16 steps
 // give mma.sync's bits, for calls with a sequence of 128 rows or more), or, for a
 // sequence's last tile of 1..16 rows (decodes), in a merge kernel over partials stored in fp32 by
-// one warp per segment (attention_decode.cuh; the warp that stores a tile's last partial folds
-// them all): the same operations in the same order, so both give the same bits (gpu_tests runs
-// both routes on the same batches and compares them bit for bit).
+// one warp per segment (attention_decode.cuh): the same operations in the same order, so both give
+// the same bits (gpu_tests runs both routes on the same batches and compares them bit for bit).
 // Which one runs never depends on anything but speed.
 // The work (tiles, their segments, the layout checks) is derived on the device from query_start /
 // context_lens (attention_worklist.cuh). The host sizes the launches: exactly from the caller's
@@ -63,10 +62,6 @@ int tile_segments(const AttentionPlan& plan, int64_t cached, int64_t q_len, int6
 }
 
 size_t align256(size_t n) { return (n + 255) / 256 * 256; }
-
-// Shared memory of one SM that the decode kernels' blocks may take together (H200: 228 KiB, of
-// which 1 KiB is reserved per block).
-constexpr int kSmemPerSm = 220 * 1024;
 
 // How much work one call may hold: items of the 64-row kernel (per kv head) and the decode grid.
 struct Extents {
@@ -171,9 +166,10 @@ absl::Status launch_decode(const AttnParams& params, const Extents& e, cudaStrea
 template <int HD, int kHalves>
 absl::Status launch_decode_tiles(const AttnParams& params, const Extents& e, bool widest, cudaStream_t stream) {
   constexpr int kWarpBytes = cuda::DecodeLayout<HD, kHalves, cuda::kDecodeRing>::kBytes;
+  constexpr int kMaxBlockBytes = 220 * 1024;
   const int64_t warps = e.decode_tiles * params.num_kv_heads * e.decode_slots;
   auto fits = [&](int w) {
-    return params.num_kv_heads % w == 0 && w * kWarpBytes <= kSmemPerSm &&
+    return params.num_kv_heads % w == 0 && w * kWarpBytes <= kMaxBlockBytes &&
            (widest || warps / w >= int64_t(2) * cuda::device_sm_count());
   };
   if (fits(8)) return launch_decode<HD, kHalves, 8>(params, e, stream);
@@ -202,18 +198,12 @@ absl::Status launch_chain(const AttnParams& params, const Extents& e, cudaStream
   return cuda::check_launch("attention_decode_chain_kernel");
 }
 
-// The chain kernel's ring depth for a launch of `warps` warps (blocks of one warp): the deepest
-// whose blocks all fit the SMs' shared memory at once (a block that must wait for room would run in
-// a second wave), so that a warp has as many of its rows in flight as the machine has room for.
-template <int HD>
-int chain_ring_items(int64_t warps) {
-  const int64_t per_sm = (warps + cuda::device_sm_count() - 1) / cuda::device_sm_count();
-  if (per_sm * cuda::ChainLayout<HD, cuda::kChainRingDeep>::kBytes <= kSmemPerSm) return cuda::kChainRingDeep;
-  if (per_sm * cuda::ChainLayout<HD, cuda::kChainRingMid>::kBytes <= kSmemPerSm) return cuda::kChainRingMid;
-  return cuda::kChainRingShallow;
-}
-
-// The chain kernel with `ring` items; tiles of 9..16 rows (kHalves = 2) always with the shallowest.
+// The chain kernel with a ring of `ring` items, tiles of up to 8 rows without the mma rows 8..15
+// (kHalves = 1: 0.242 -> 0.266 of the copy floor, bench decode-burst hd=64 batch=256, H200), tiles of
+// 9..16 rows always with the shallowest ring. kAuto takes the shallowest ring (the depth measured
+// before); the deeper ones are forced by the routes kDecodeChainRing4 / 8 until the bench's
+// decode-chain-ring rows have been measured side by side (bench/cuda/NOTES.md). Speed only: every
+// configuration gives the same bits.
 template <int HD>
 absl::Status launch_chain_ring(const AttnParams& params, const Extents& e, int ring, cudaStream_t stream) {
   if (e.grid.partial_rows > 8) return launch_chain<HD, 2, cuda::kChainRingShallow>(params, e, stream);
@@ -262,15 +252,10 @@ absl::Status launch(const AttnParams& base, const Extents& e, AttentionRoute rou
   const size_t partial_floats = grid.max_segments > 1 ? size_t(base.num_seqs) * base.num_kv_heads *
                                                             grid.max_segments * grid.partial_rows * (HD + 2)
                                                       : 0;
-  AttnParams params = base;
-  if (grid.max_segments > 1) {  // tiles of several segments: the last warp to store a partial merges
-    absl::StatusOr<int*> arrivals = cuda::zeroed_counters(size_t(base.num_seqs) * base.num_kv_heads);
-    if (!arrivals.ok()) return arrivals.status();
-    params.arrivals = *arrivals;
-  }
   absl::StatusOr<void*> buf = cuda::scratch(o_partials + sizeof(float) * partial_floats);
   if (!buf.ok()) return buf.status();
   char* p = static_cast<char*>(*buf);
+  AttnParams params = base;
   params.item_count = reinterpret_cast<const int*>(p);
   params.items = reinterpret_cast<const AttnItem*>(p + o_items);
   params.partials = reinterpret_cast<float*>(p + o_partials);
@@ -295,10 +280,15 @@ absl::Status launch(const AttnParams& base, const Extents& e, AttentionRoute rou
     const absl::Status st =
         ring > 0 ? launch_chain_ring<HD>(params, e, ring, stream)
         : !widest && warps < chain_kernel_below_warps<HD>()
-            ? launch_chain_ring<HD>(params, e, chain_ring_items<HD>(warps), stream)
+            ? launch_chain_ring<HD>(params, e, cuda::kChainRingShallow, stream)
         : grid.partial_rows <= 8 ? launch_decode_tiles<HD, 1>(params, e, widest, stream)
                                  : launch_decode_tiles<HD, 2>(params, e, widest, stream);
     if (!st.ok()) return st;
+  }
+  if (grid.max_segments > 1) {
+    const dim3 blocks(unsigned(base.num_kv_heads), unsigned(base.num_seqs));
+    cuda::attention_decode_merge_kernel<HD><<<blocks, 32 * grid.partial_rows, 0, stream>>>(params, grid);
+    SAMEBITS_RETURN_IF_ERROR(cuda::check_launch("attention_decode_merge_kernel"));
   }
   return absl::OkStatus();
 }

@@ -24,15 +24,11 @@
 // context_lens on the device, computes segments slot, slot + gridDim.x, ... of its tile, and leaves
 // when there are none, so no work list is built or copied.
 //
-// Merge: a tile of several segments stores one fp32 partial per (segment, row); the warp that
-// stores the last of them (an arrival counter per (sequence, kv head), counted after a
-// __threadfence) folds them all in segment index order (merge_decode_partials) and sets the
-// counter back to zero for the next call or graph replay. Which warp comes last changes who
-// folds, never the order, so no second launch and no dependence on scheduling.
 // Bits: every row goes through exactly the arithmetic of attention_kernel.cuh (same sub-blocks of
 // 64 keys aligned to absolute positions, the same score chains, softmax and P V steps in the same
-// order, the same fold of the segments in index order, or bf16(o / l) directly when the tile has
-// one segment). gpu_tests compares both kernels bit for bit.
+// order, same fold of the segments in index order by attention_decode_merge_kernel, or bf16(o / l)
+// directly when the tile has one segment).
+// gpu_tests compares both kernels bit for bit.
 #pragma once
 #include <cstdint>
 
@@ -168,84 +164,10 @@ __device__ __forceinline__ void decode_positions(const DecodeTile& t, int lane, 
   }
 }
 
-// Folds the tile's partials (segments 0..nseg-1) into its output rows, in segment index order, as
-// fold_row_partial does (fold_scales, fold_value; empty partials, l = 0, skipped), one row at a
-// time, this lane holding elements lane + 32 i. The scales of segment c depend only on the running
-// maximum before and after it, a prefix maximum over the non-empty segments (fmaxf: exact, so any
-// grouping gives the same values), computed 32 segments at a time across the lanes; the lanes then
-// fold the segments one after the other, the values of kMergeAhead segments loaded before they
-// are folded. Partials are read through L2 (__ldcg): other SMs wrote them during this launch.
-constexpr int kMergeAhead = 4;
-template <int HD>
-__device__ void merge_decode_partials(const AttnParams& P, const DecodeGrid& grid, const DecodeTile& t, int lane) {
-  constexpr int PER = HD / 32;
-  const int64_t stride = int64_t(grid.partial_rows) * (HD + 2);
-  for (int r = 0; r < t.nrows; ++r) {
-    const float* src = P.partials + decode_partial_offset<HD>(P, grid, t.s, t.g, 0, r);
-    float ot[PER], tot_l = 0.0f, tot_m = 0.0f;
-    bool has_total = false;
-#pragma unroll
-    for (int i = 0; i < PER; ++i) ot[i] = 0.0f;
-    for (int c0 = 0; c0 < t.nseg; c0 += 32) {
-      const int c = c0 + lane;
-      float m = 0.0f, l = 0.0f;
-      if (c < t.nseg) {
-        m = __ldcg(src + stride * c + HD);
-        l = __ldcg(src + stride * c + HD + 1);
-      }
-      const bool full = l != 0.0f;
-      const unsigned fulls = __ballot_sync(0xffffffffu, full);
-      // Running maximum over the non-empty segments up to c (inclusive), and before c.
-      float incl = full ? m : -INFINITY;
-#pragma unroll
-      for (int o = 1; o < 32; o <<= 1) {
-        const float x = __shfl_up_sync(0xffffffffu, incl, o);
-        if (lane >= o) incl = fmaxf(incl, x);
-      }
-      float before = __shfl_up_sync(0xffffffffu, incl, 1);
-      const bool any_before = has_total || (fulls & ((1u << lane) - 1u)) != 0u;
-      if (lane == 0) before = -INFINITY;
-      if (has_total) {
-        before = fmaxf(tot_m, before);
-        incl = fmaxf(tot_m, incl);
-      }
-      float a = 0.0f, b = 1.0f;  // fold_scales of a first partial
-      if (full && any_before) {
-        a = fixed_expf(before - incl);
-        b = fixed_expf(m - incl);
-      }
-      const int n = min(32, t.nseg - c0);
-      for (int k0 = 0; k0 < n; k0 += kMergeAhead) {
-        float v[kMergeAhead][PER];
-#pragma unroll
-        for (int k = 0; k < kMergeAhead; ++k)
-#pragma unroll
-          for (int i = 0; i < PER; ++i) v[k][i] = k0 + k < n ? __ldcg(src + stride * (c0 + k0 + k) + lane + 32 * i) : 0.0f;
-#pragma unroll
-        for (int k = 0; k < kMergeAhead; ++k) {
-          const int j = k0 + k;  // lane j holds segment c0 + j's scales
-          const float aj = __shfl_sync(0xffffffffu, a, j & 31), bj = __shfl_sync(0xffffffffu, b, j & 31);
-          const float lj = __shfl_sync(0xffffffffu, l, j & 31), mj = __shfl_sync(0xffffffffu, incl, j & 31);
-          if (j >= n || ((fulls >> j) & 1u) == 0u) continue;
-#pragma unroll
-          for (int i = 0; i < PER; ++i) ot[i] = fold_value(has_total, ot[i], aj, v[k][i], bj);
-          tot_l = fold_value(has_total, tot_l, aj, lj, bj);
-          tot_m = mj;
-          has_total = true;
-        }
-      }
-    }
-    if (!has_total) continue;
-    bf16* dst = P.out + decode_row_offset<HD>(P, t, r);
-#pragma unroll
-    for (int i = 0; i < PER; ++i) dst[lane + 32 * i] = to_bf16(__fdiv_rn(ot[i], tot_l));
-  }
-}
-
 // The end of one segment of a decode tile (this lane's rows lane / 4 and lane / 4 + 8 of the first
 // kHalves halves, accumulators o, statistics m, l, first). One segment: the output itself (the
-// fold of a single partial is that partial). Several: the partial (l = 0 marks an empty one), then
-// the arrival; the warp that arrives last merges the tile's partials and resets its counter.
+// fold of a single partial is that partial). Several: the partial (l = 0 marks an empty one), for
+// attention_decode_merge_kernel.
 template <int HD, int kHalves>
 __device__ __forceinline__ void finish_decode_segment(const AttnParams& P, const DecodeGrid& grid, const DecodeTile& t,
                                                       int c, int lane, const float (&o)[HD / 8][4],
@@ -279,17 +201,6 @@ __device__ __forceinline__ void finish_decode_segment(const AttnParams& P, const
       dst[HD + 1] = first[h] ? 0.0f : l[h];
     }
   }
-  if (t.nseg == 1) return;
-  __threadfence();  // this lane's partial is visible to every SM before the arrival is counted
-  __syncwarp();
-  int* arrivals = P.arrivals + int64_t(t.s) * P.num_kv_heads + t.g;
-  int ticket = 0;
-  if (lane == 0) ticket = atomicAdd(arrivals, 1);
-  ticket = __shfl_sync(0xffffffffu, ticket, 0);
-  if (ticket != t.nseg - 1) return;
-  __threadfence();  // the other warps' partials are read after their arrivals
-  merge_decode_partials<HD>(P, grid, t, lane);
-  if (lane == 0) *arrivals = 0;  // for the next call (kernel boundary) or graph replay
 }
 
 // Whether the K half of sub-block sb0 starting at key0 holds a key of [lo, hi) (else it is neither
@@ -438,6 +349,58 @@ __global__ void __launch_bounds__(32 * kWarps) attention_decode_kernel(AttnParam
     finish_decode_segment<HD, kHalves>(P, grid, t, c, lane, o, m, l, first);
   }
   cp_async_wait<0>();  // nothing in flight when the warp leaves
+}
+
+// One warp per row of a small tile with several segments: the fold of attention_kernel.cuh over
+// the stored partials in segment order. The next segment's values are loaded before the current
+// one is folded, so the loads of a long row overlap.
+template <int HD>
+__global__ void attention_decode_merge_kernel(AttnParams P, DecodeGrid grid) {
+  const int g = blockIdx.x, s = blockIdx.y;
+  const int r = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  if (!attention_sequence_ok(P, s, false)) return;
+  const int group = P.num_q_heads / P.num_kv_heads;
+  const int64_t qs = P.query_start[s];
+  const int64_t q_len = P.query_start[s + 1] - qs;
+  int row0 = 0, nrows = 0;
+  if (!decode_tile(q_len * group, &row0, &nrows) || r >= nrows) return;
+  const int64_t cached = P.context_lens[s] - q_len;
+  const bool reads_new = P.split_count_kind && P.separate_new_keys && q_len > 1;
+  const int nseg = tile_segment_count(P, reads_new, cached, cached + (row0 + nrows - 1) / group);
+  if (nseg <= 1) return;
+  constexpr int PER = HD / 32;
+  const int64_t stride = int64_t(grid.partial_rows) * (HD + 2);
+  const float* src = P.partials + decode_partial_offset<HD>(P, grid, s, g, 0, r);
+  float ot[PER], cur[PER], nxt[PER];
+  float tot_m = 0.0f, tot_l = 0.0f;
+  bool has_total = false;
+#pragma unroll
+  for (int i = 0; i < PER; ++i) cur[i] = src[lane + 32 * i];
+  float cur_m = src[HD], cur_l = src[HD + 1];
+  for (int c = 0; c < nseg; ++c) {
+    const float* next_src = src + stride * (c + 1 < nseg ? c + 1 : c);
+    float nxt_m = next_src[HD], nxt_l = next_src[HD + 1];
+#pragma unroll
+    for (int i = 0; i < PER; ++i) nxt[i] = next_src[lane + 32 * i];
+    if (cur_l != 0.0f) {
+      float new_m, a, b;
+      fold_scales(has_total, tot_m, cur_m, &new_m, &a, &b);
+#pragma unroll
+      for (int i = 0; i < PER; ++i) ot[i] = fold_value(has_total, ot[i], a, cur[i], b);
+      tot_l = fold_value(has_total, tot_l, a, cur_l, b);
+      tot_m = new_m;
+      has_total = true;
+    }
+#pragma unroll
+    for (int i = 0; i < PER; ++i) cur[i] = nxt[i];
+    cur_m = nxt_m;
+    cur_l = nxt_l;
+  }
+  if (!has_total) return;
+  const int row = row0 + r;
+  bf16* dst = P.out + ((qs + row / group) * P.num_q_heads + g * group + row % group) * HD;
+#pragma unroll
+  for (int i = 0; i < PER; ++i) dst[lane + 32 * i] = to_bf16(__fdiv_rn(ot[i], tot_l));
 }
 
 }  // namespace samebits::cuda

@@ -7,15 +7,17 @@
 // over the parts, several warps per block), which is faster where many warps share an SM (large
 // batches, short contexts) and slower here (H200, bench/cuda/NOTES.md).
 // Ring depth: the deeper the ring, the more of a segment's rows are in flight at once (a 256-key
-// segment at head_dim 128 is 8 items: with kRing = 8 all of it), so the copies' latency is paid
-// once per segment rather than once per sub-block; attention.cu picks the deepest ring whose
-// blocks still all fit the SMs' shared memory (chain_ring_items).
+// segment at head_dim 128 is 8 items: with kRing = 8 all of it), so that the copies' latency would
+// be paid once per segment rather than once per sub-block, where the blocks still all fit the SMs'
+// shared memory. attention.cu's automatic route keeps kRing = 2 (the depth measured before); 4 and
+// 8 are forced routes (AttentionRoute::kDecodeChainRing*) timed by the bench's decode-chain-ring
+// rows.
 // Copies: each lane first resolves two key rows through the block table (keys lane and lane + 32:
 // the table loads overlap), once per sub-block for its K and its V rows; then the rows are copied
 // in 16-byte cp.async chunks, CH lanes per row, the row offsets passed by shuffles; keys beyond the
 // context are zero-filled. The grid is implicit, as attention_decode_kernel's, and so is the set-up
-// and the end of a segment (decode_tile_setup, finish_decode_segment: the merge by the last
-// arriving warp). kHalves = 1: tiles of at most 8 rows (the mma rows 8..15 skipped, as
+// and the end of a segment (decode_tile_setup, finish_decode_segment; the same merge kernel).
+// kHalves = 1: tiles of at most 8 rows (the mma rows 8..15 skipped, as
 // attention_decode_kernel does). Bits: the same arithmetic (attend_score_keys, attend_softmax,
 // attend_value_keys of attention_kernel.cuh), so the same bits; gpu_tests compares every route and
 // ring depth bit for bit.
@@ -98,10 +100,11 @@ __global__ void __launch_bounds__(32) attention_decode_chain_kernel(AttnParams P
 #pragma unroll 8
       for (int i = 0; i < kAttnKeys / kRowsPerCopy; ++i) {
         const int r = i * kRowsPerCopy + sub;
-        const bool high = r >= 32;  // the key is held in slot 1 of lane r - 32
-        const KeyRow& row = high ? next_load.row[1] : next_load.row[0];
-        const long long o = __shfl_sync(0xffffffffu, (long long)row.off, r & 31);
-        const int w = __shfl_sync(0xffffffffu, row.where, r & 31);
+        const bool high = r >= 32;  // the key is held in slot 1 of lane r - 32 (values selected, not
+                                    // a reference: that put the rows in local memory)
+        const long long o =
+            __shfl_sync(0xffffffffu, (long long)(high ? next_load.row[1].off : next_load.row[0].off), r & 31);
+        const int w = __shfl_sync(0xffffffffu, high ? next_load.row[1].where : next_load.row[0].where, r & 31);
         cp_async_16(dst + swizzled(r, ch, CH), (w == 2 ? fresh : cache) + o + ch * 8, w != 0);
       }
       if (++next_load.part == 2) {

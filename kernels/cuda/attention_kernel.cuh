@@ -36,7 +36,6 @@ struct AttnParams {
   int split_size, split_count, separate_new_keys;
   bf16* out;
   float* partials;  // attention_decode.cuh: one partial per (sequence, kv head, segment, row)
-  int* arrivals;    // attention_decode.cuh: partials stored per (sequence, kv head); zero between calls
   DeviceError* mailbox;
   const AttnItem* items;  // attention_worklist_kernel's list
   const int* item_count;  // its length

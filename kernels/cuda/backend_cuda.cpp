@@ -38,8 +38,8 @@ struct Runtime {
   void* bulk_staging[2] = {nullptr, nullptr};
   cudaEvent_t bulk_done[2] = {nullptr, nullptr};
   cudaStream_t bulk_stream = nullptr;
-  void* scratch[3] = {nullptr, nullptr, nullptr};  // scratch(), scratch2(), zeroed_counters()
-  size_t scratch_bytes[3] = {0, 0, 0};
+  void* scratch[2] = {nullptr, nullptr};
+  size_t scratch_bytes[2] = {0, 0};
   std::atomic<int64_t> host_waits{0};
   std::atomic<int64_t> host_wait_ns{0};
 };
@@ -49,7 +49,7 @@ Runtime& runtime() {
   return *r;
 }
 
-absl::StatusOr<void*> grow_scratch(int which, size_t bytes, bool zeroed = false) {
+absl::StatusOr<void*> grow_scratch(int which, size_t bytes) {
   Runtime& r = runtime();
   std::lock_guard<std::mutex> lock(r.scratch_mutex);
   if (bytes <= r.scratch_bytes[which]) return r.scratch[which];
@@ -64,14 +64,6 @@ absl::StatusOr<void*> grow_scratch(int which, size_t bytes, bool zeroed = false)
     cudaGetLastError();
     return absl::ResourceExhaustedError(
         absl::StrCat("cuda scratch: cannot allocate ", want, " bytes: ", cudaGetErrorString(e)));
-  }
-  if (zeroed) {
-    // Before any kernel of any stream can use it (users leave it zero from then on).
-    if (cudaError_t e = cudaMemset(p, 0, want); e != cudaSuccess) {
-      cudaFree(p);
-      return absl::InternalError(absl::StrCat("cuda scratch: cannot clear ", want, " bytes: ", cudaGetErrorString(e)));
-    }
-    SAMEBITS_CUDA_TRY(cudaDeviceSynchronize());
   }
   r.scratch[which] = p;
   r.scratch_bytes[which] = want;
@@ -251,7 +243,7 @@ void release_at_exit() {
   if (cudaDeviceSynchronize() != cudaSuccess) return;  // a broken context frees everything itself
   cublaslt_release();
   std::lock_guard<std::mutex> lock(r.scratch_mutex);
-  for (int which = 0; which < 3; ++which) {
+  for (int which = 0; which < 2; ++which) {
     if (r.scratch[which] != nullptr) cudaFree(r.scratch[which]);
     r.scratch[which] = nullptr;
     r.scratch_bytes[which] = 0;
@@ -449,11 +441,6 @@ int device_max_smem_per_block() { return runtime().max_smem_per_block; }
 
 absl::StatusOr<void*> scratch(size_t bytes) { return grow_scratch(0, bytes); }
 absl::StatusOr<void*> scratch2(size_t bytes) { return grow_scratch(1, bytes); }
-absl::StatusOr<int*> zeroed_counters(size_t count) {
-  absl::StatusOr<void*> p = grow_scratch(2, count * sizeof(int), true);
-  if (!p.ok()) return p.status();
-  return static_cast<int*>(*p);
-}
 uint64_t scratch_epoch() { return runtime().scratch_epoch.load(std::memory_order_relaxed); }
 cudaStream_t main_stream() { return runtime().stream; }
 

@@ -87,11 +87,7 @@ int device_max_smem_per_block();  // opt-in maximum, bytes
 absl::StatusOr<void*> scratch(size_t bytes);
 // A second, independent scratch buffer for data an op must keep while it uses scratch() too.
 absl::StatusOr<void*> scratch2(size_t bytes);
-// At least `count` device ints, zero when allocated and zero between ops: every kernel that uses
-// them as counters sets them back to zero before it ends (attention_decode.cuh's arrivals), so
-// they need no clearing per call (nor in a CUDA graph).
-absl::StatusOr<int*> zeroed_counters(size_t count);
-// Changes whenever scratch(), scratch2() or zeroed_counters() moves (Backend::memory_epoch).
+// Changes whenever scratch() or scratch2() moves (Backend::memory_epoch).
 uint64_t scratch_epoch();
 
 #if defined(__CUDACC__)

@@ -5,8 +5,8 @@
 // batch and its row in it. Contexts of 560 keys cross the 256-key split boundary twice. Default
 // mode must be SEEN to differ (split count from the batch; cached/new keys merged separately).
 // The CUDA backend's kernel routes for a sequence's last tile of 1..16 rows (one warp per segment,
-// in blocks of one or more warps or in the few-warps kernel at each ring depth, with the partials
-// merged by the last warp to store one; or the 64-row kernel) must give the same bits under
+// in blocks of one or more warps or in the few-warps kernel at each ring depth; or the 64-row
+// kernel) must give the same bits under
 // every plan, with launches sized from host mirrors or from shape bounds; a bad layout without host
 // mirrors is reported by the device.
 #include <gtest/gtest.h>
