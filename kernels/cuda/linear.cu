@@ -19,8 +19,8 @@
 // Small M is memory-bound: rows are padded into the m16 instruction shape (zero-filled, no memory
 // traffic) and the weights are streamed through a deep cp.async pipeline by narrow column tiles.
 // On Hopper the automatic choice uses the TMA-fed wgmma kernels instead (same chain: wgmma
-// m64nNk16 steps in increasing k from +0): sm90a/linear_tma.cu's swapped tiles at small M, as 2-CTA
-// pairs sharing the weight tile while N gives fewer weight tiles than half the SMs, then
+// m64nNk16 steps in increasing k from +0): sm90a/linear_tma.cu's swapped tiles at small M (where
+// their weight tiles are few, with mma.sync consumers: the same chain), then
 // sm90a/linear_cluster.cu's 2-CTA clusters of 128 x 256/192/128/64 tiles sharing one operand by
 // multicast, their output stored by TMA.
 //
@@ -181,8 +181,8 @@ enum ConfigIndex { kMma16x32, kMma16x64, kMma32x64, kMma64x128, kMma128x128, kMm
                    kTmaSwap64x32, kTmaSwap64x64, kCluster256m2, kCluster256m2Lag, kCluster256n2, kCluster256,
                    kCluster192m2, kCluster192n2, kCluster128m2, kCluster128n2, kCluster128n2Lag0, kCluster64n2,
                    kTmaSwap64x16Deep, kTmaSwap64x32Deep, kTmaSwap64x64Deep, kCluster256m2Out, kCluster256n2Out,
-                   kCluster192m2Out, kCluster128m2Out, kCluster128n2Out, kCluster64n2Out, kTmaPair64x16,
-                   kTmaPair64x32, kTmaPair64x64, kTmaPair64x128, kUnaligned16x32, kConfigCount };
+                   kCluster192m2Out, kCluster128m2Out, kCluster128n2Out, kCluster64n2Out, kTmaPair64x32,
+                   kMmaSwap64x16Deep, kMmaSwap64x32Deep, kMmaSwap64x64Deep, kUnaligned16x32, kConfigCount };
 const Config kConfigs[kConfigCount] = {
     make_config<16, 32, 16, 16, 4, true, 256>("mma 16x32x256/4st/2w"),
     make_config<16, 64, 16, 16, 5, true, 128>("mma 16x64x128/5st/4w"),
@@ -218,10 +218,10 @@ const Config kConfigs[kConfigCount] = {
     cluster_config("cluster 2x(128x128) shared w, 6st, output by TMA", 128, cuda::ClusterConfig::k128m2out),
     cluster_config("cluster 2x(128x128) shared x, 6st, output by TMA", 128, cuda::ClusterConfig::k128n2out),
     cluster_config("cluster 2x(128x64) shared x, 8st, output by TMA", 64, cuda::ClusterConfig::k64n2out),
-    swapped_config("tma wgmma swapped pair 2x(w64 x m16) shared w, x64/20st", 16, cuda::TmaConfig::kPair64x16),
     swapped_config("tma wgmma swapped pair 2x(w64 x m32) shared w, x64/18st", 32, cuda::TmaConfig::kPair64x32),
-    swapped_config("tma wgmma swapped pair 2x(w64 x m64) shared w, x64/13st", 64, cuda::TmaConfig::kPair64x64),
-    swapped_config("tma wgmma swapped pair 2x(w64 x m128) shared w, x64/9st", 128, cuda::TmaConfig::kPair64x128),
+    swapped_config("tma mma.sync swapped w64 x m16 x64/20st", 16, cuda::TmaConfig::kMmaSwap64x16Deep),
+    swapped_config("tma mma.sync swapped w64 x m32 x64/18st", 32, cuda::TmaConfig::kMmaSwap64x32Deep),
+    swapped_config("tma mma.sync swapped w64 x m64 x64/13st", 64, cuda::TmaConfig::kMmaSwap64x64Deep),
     make_config<16, 32, 16, 16, 4, false, 64>("mma 16x32x64/4st/2w/unaligned"),
 };
 constexpr int kUnalignedConfig = kUnaligned16x32;
@@ -332,33 +332,28 @@ bool swapped64_deep_fits(int64_t M, int64_t N) {
   return cuda::ceil_div64(N, 64) * cuda::ceil_div64(M, 64) <= multiprocessors();
 }
 
-// Swapped pairs: while the weight's 64-row tiles are at most half as many as the SMs (N <= 8448 on
-// 132 SMs), one pair per weight tile puts twice the SMs on the weights (each reading half of every
-// weight box): the two CTAs split M, each taking the narrowest x tile that holds its half.
-bool swapped_pairs_fit(int64_t M, int64_t N) { return M <= 256 && 2 * cuda::ceil_div64(N, 64) <= multiprocessors(); }
-int swapped_pair_config(int64_t M) {
-  const int64_t half = cuda::ceil_div64(M, 2);
-  return half <= 16 ? kTmaPair64x16 : half <= 32 ? kTmaPair64x32 : half <= 64 ? kTmaPair64x64 : kTmaPair64x128;
-}
-
-// Hopper without the swapped pairs: swapped single tiles (64 weight rows x 16/32/64 rows of x) while
-// M is small (and at M = 128 where 64-row tiles still fit on the SMs at once), else the 2-CTA
-// cluster kernels (cluster_auto_config).
-int hopper_config_without_pairs(int64_t M, int64_t N) {
-  if (M <= 16) return swapped_ring(M, N, 16, kTmaSwap64x16, kTmaSwap64x16Deep);
-  if (M <= 32) return swapped_ring(M, N, 32, kTmaSwap64x32, kTmaSwap64x32Deep);
-  if (M <= 128 && swapped64_deep_fits(M, N)) return kTmaSwap64x64Deep;
+// Hopper: swapped single tiles (64 weight rows x 16/32/64 rows of x) while M is small (and at
+// M = 128 where 64-row tiles still fit on the SMs at once), else the 2-CTA cluster kernels
+// (cluster_auto_config). `deep`: the deep-ring configurations for 16, 32 and 64 rows of x.
+struct DeepSwapped {
+  int rows16, rows32, rows64;
+};
+int hopper_config(int64_t M, int64_t N, const DeepSwapped& deep) {
+  if (M <= 16) return swapped_ring(M, N, 16, kTmaSwap64x16, deep.rows16);
+  if (M <= 32) return swapped_ring(M, N, 32, kTmaSwap64x32, deep.rows32);
+  if (M <= 128 && swapped64_deep_fits(M, N)) return deep.rows64;
   if (M <= 64) return kTmaSwap64x64;
   return cluster_auto_config(M, N);
 }
 }  // namespace
 
 // The automatic choice, from measurements on the H200 (bench_cuda_matmul --sweep): on Hopper the
-// TMA-fed wgmma kernels everywhere, the swapped pairs where they fit, else as before them.
-// Elsewhere the mma.sync tiles. Only speed depends on it: every configuration gives the same bits
-// (tests/gpu/test_gpu_linear.cpp).
+// TMA-fed kernels everywhere (hopper_config), the deep swapped tiles with mma.sync consumers: the
+// deep rings are chosen where the weight tiles are few, and there a tile's time is its K chain of
+// dependent steps (sm90a/linear_tma.cu). Elsewhere the mma.sync tiles. Only speed depends on it:
+// every configuration gives the same bits (tests/gpu/test_gpu_linear.cpp).
 int cuda_linear_invariant_auto_config(int64_t M, int64_t N, int64_t /*K*/) {
-  if (hopper()) return swapped_pairs_fit(M, N) ? swapped_pair_config(M) : hopper_config_without_pairs(M, N);
+  if (hopper()) return hopper_config(M, N, {kMmaSwap64x16Deep, kMmaSwap64x32Deep, kMmaSwap64x64Deep});
   const int64_t tiles128 = cuda::ceil_div64(M, 128) * cuda::ceil_div64(N, 256);
   if (M >= 512 || (M >= 128 && tiles128 >= 96)) return kMma128x256;
   if (M <= 16) return N >= 16384 ? kMma16x64 : kMma16x32;
@@ -367,9 +362,11 @@ int cuda_linear_invariant_auto_config(int64_t M, int64_t N, int64_t /*K*/) {
   return kMma64x128;
 }
 
-// main's choice before the swapped pairs (2026-12-01): the benchmark's side-by-side column.
+// main's choice before the mma.sync consumers (2026-12-01, deep rings on wgmma): the benchmark's
+// side-by-side column.
 int cuda_linear_invariant_previous_auto_config(int64_t M, int64_t N) {
-  return hopper() ? hopper_config_without_pairs(M, N) : cuda_linear_invariant_auto_config(M, N, 0);
+  if (!hopper()) return cuda_linear_invariant_auto_config(M, N, 0);
+  return hopper_config(M, N, {kTmaSwap64x16Deep, kTmaSwap64x32Deep, kTmaSwap64x64Deep});
 }
 
 namespace {

@@ -13,6 +13,11 @@
 // the next tile overlap the epilogue of the current one. The swapped tiles come with a shallow ring
 // (two blocks per SM) and a deep one (~200 KiB, one block per SM: more weight bytes in flight where
 // the weight's 64-row tiles are too few to fill the SMs; no split-K, so that is the only lever).
+// The deep swapped tiles also come with mma.sync consumers (MMA): at small M a tile's time is the
+// length of its K chain times the latency of one dependent k16 step, and a dependent wgmma step
+// costs several times an mma.sync.m16n8k16 step (measured on the H200: ~16 us at K = 4096 for
+// every swapped wgmma tile while the weights alone would stream in ~8 us). Same chain per element
+// (k16 steps in increasing k from +0), same ring, same epilogue.
 // Swapped pairs (CN = 2): a 2-CTA cluster computes one weight tile against two neighbouring x
 // tiles; each CTA copies half of the weight box and multicasts it into both, so a weight tile is
 // read once but streamed by two SMs (N = 4096 at M = 64: 128 CTAs on the weights instead of 64,
@@ -41,6 +46,51 @@ struct TmaParams {
 };
 
 
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+// One output tile's whole K on one consumer warpgroup with mma.sync.m16n8k16, the counterpart of
+// wgmma_tile (wgmma_ops.cuh; same arguments, warpgroup 0's A rows): warp w computes A rows
+// [16w, 16w + 16) x all BN rows of B, each element one chain of k16 steps in increasing k from +0.
+// Each stage's fragments are loaded (ldmatrix from the 128-byte swizzled boxes), the stage is
+// released, then its steps run, so that the refill overlaps them. Accumulators are laid out as
+// wgmma m64nBN's (d[4j + 2h + e]: row 8h + lane / 4 of the warp's 16, column 8j + 2 (lane % 4) + e),
+// so the epilogue is store_wgmma_accumulators.
+template <int BN, int STAGES, typename Release>
+__device__ __forceinline__ void mma_tile(float (&d)[BN / 2], int KT, int& it, uint32_t base, uint32_t stage_bytes,
+                                         uint32_t a_offset, uint32_t b_offset, uint32_t full, Release release) {
+  constexpr int NT = BN / 8;
+  static_assert(BN % 16 == 0, "n8 tiles in pairs (one ldmatrix_x4 each)");
+  const int lane = threadIdx.x & 31, warp = (threadIdx.x / 32) % 4;
+#pragma unroll
+  for (int i = 0; i < BN / 2; ++i) d[i] = 0.0f;
+  for (int kt = 0; kt < KT; ++kt, ++it) {
+    const int s = it % STAGES;
+    const uint32_t a_tile = base + s * stage_bytes + a_offset, b_tile = base + s * stage_bytes + b_offset;
+    mbar_wait(full + 8 * s, (it / STAGES) & 1);
+    uint32_t a[4][4], b[4][NT][2];
+#pragma unroll
+    for (int kk = 0; kk < 4; ++kk) {
+      ldmatrix_x4(a[kk], a_tile + swizzled(warp * 16 + (lane & 15), kk * 2 + (lane >> 4), 8));
+#pragma unroll
+      for (int np = 0; np < NT / 2; ++np) {
+        uint32_t r[4];
+        ldmatrix_x4(r, b_tile + swizzled(np * 16 + (lane & 7) + ((lane >> 4) << 3), kk * 2 + ((lane >> 3) & 1), 8));
+        b[kk][2 * np][0] = r[0];
+        b[kk][2 * np][1] = r[1];
+        b[kk][2 * np + 1][0] = r[2];
+        b[kk][2 * np + 1][1] = r[3];
+      }
+    }
+    release(s);  // the fragments are in registers
+#pragma unroll
+    for (int kk = 0; kk < 4; ++kk)
+#pragma unroll
+      for (int nt = 0; nt < NT; ++nt) {
+        mma_bf16_16816(*reinterpret_cast<float(*)[4]>(&d[4 * nt]), a[kk], b[kk][nt][0], b[kk][nt][1]);
+      }
+  }
+}
+#endif
+
 // CN CTAs per cluster (1, or 2: a pair sharing the A tile, neighbours along B).
 template <int WG, int BN, int STAGES, int CN>
 struct TmaTile {
@@ -54,12 +104,14 @@ struct TmaTile {
                 "stages and multicast halves stay 1024-byte aligned (128-byte swizzle atoms)");
 };
 
-template <int WG, int BN, int STAGES, int CN>
+// MMA: mma.sync consumers (mma_tile) instead of wgmma.
+template <int WG, int BN, int STAGES, int CN, bool MMA>
 __global__ void __launch_bounds__(TmaTile<WG, BN, STAGES, CN>::kThreads, WG == 1 ? 2 : 1)
     tma_linear_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b,
                       TmaParams tp) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   using T = TmaTile<WG, BN, STAGES, CN>;
+  static_assert(!MMA || (WG == 1 && CN == 1), "mma.sync consumers: one warpgroup, every thread releases");
   extern __shared__ unsigned char smem_raw[];
   const uint32_t base = (smem_addr(smem_raw) + 1023u) & ~1023u;
   const uint32_t full = base + STAGES * T::kStage, empty = full + 8 * STAGES;
@@ -125,7 +177,11 @@ __global__ void __launch_bounds__(TmaTile<WG, BN, STAGES, CN>::kThreads, WG == 1
       int a0, b0;
       tile_origin(t, &a0, &b0);
       float d[BN / 2];
-      wgmma_tile<BN, STAGES, 1>(d, KT, it, base, T::kStage, c * 64 * kBK * 2, T::kABytes, full, release);
+      if constexpr (MMA) {
+        mma_tile<BN, STAGES>(d, KT, it, base, T::kStage, 0, T::kABytes, full, release);
+      } else {
+        wgmma_tile<BN, STAGES, 1>(d, KT, it, base, T::kStage, c * 64 * kBK * 2, T::kABytes, full, release);
+      }
       store_wgmma_accumulators<BN>(tp.p, d, a0 + c * 64, b0, tp.swapped != 0);
     }
   }
@@ -138,10 +194,10 @@ __global__ void __launch_bounds__(TmaTile<WG, BN, STAGES, CN>::kThreads, WG == 1
 
 // The persistent grid: as many CTAs (single) or pairs as fit on the device at once, at most one
 // per (cluster) tile.
-template <int WG, int BN, int STAGES, int CN = 1>
+template <int WG, int BN, int STAGES, int CN = 1, bool MMA = false>
 absl::Status launch(const LinearParams& p, bool swapped, cudaStream_t stream) {
   using T = TmaTile<WG, BN, STAGES, CN>;
-  auto kernel = tma_linear_kernel<WG, BN, STAGES, CN>;
+  auto kernel = tma_linear_kernel<WG, BN, STAGES, CN, MMA>;
   cudaLaunchConfig_t config = {};
   cudaLaunchAttribute attribute[1];
   attribute[0].id = cudaLaunchAttributeClusterDimension;
@@ -225,10 +281,10 @@ absl::Status launch_tma_linear(const LinearParams& p, TmaConfig config, cudaStre
     case TmaConfig::kSwap64x16Deep: return launch<1, 16, 20>(p, true, stream);
     case TmaConfig::kSwap64x32Deep: return launch<1, 32, 18>(p, true, stream);
     case TmaConfig::kSwap64x64Deep: return launch<1, 64, 13>(p, true, stream);
-    case TmaConfig::kPair64x16: return launch<1, 16, 20, 2>(p, true, stream);
     case TmaConfig::kPair64x32: return launch<1, 32, 18, 2>(p, true, stream);
-    case TmaConfig::kPair64x64: return launch<1, 64, 13, 2>(p, true, stream);
-    case TmaConfig::kPair64x128: return launch<1, 128, 9, 2>(p, true, stream);
+    case TmaConfig::kMmaSwap64x16Deep: return launch<1, 16, 20, 1, true>(p, true, stream);
+    case TmaConfig::kMmaSwap64x32Deep: return launch<1, 32, 18, 1, true>(p, true, stream);
+    case TmaConfig::kMmaSwap64x64Deep: return launch<1, 64, 13, 1, true>(p, true, stream);
   }
   return absl::InvalidArgumentError("linear: unknown TMA configuration");
 }
