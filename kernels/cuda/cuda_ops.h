@@ -8,6 +8,7 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "kernels/ops.h"
 
 namespace samebits {
@@ -73,5 +74,14 @@ absl::Status cuda_linear_invariant_planted_k_order(const ExecContext& ctx, const
 // kGateUpPlantedKOrder: the planted K-order kernel, tests only).
 inline constexpr int kGateUpPlantedKOrder = -2;
 absl::Status cuda_gate_up_silu_invariant(const ExecContext& ctx, const GateUpSiluArgs& args, int config);
+
+// Tests only: bf16_round.cuh's cvt rounding against kernels/bf16.h's to_bf16 over the 32-bit
+// patterns 0, step, 2 * step, ... below 2^32 (bf16_round.cu); planted_truncation compares plain
+// truncation instead, which the check must see differ.
+struct Bf16RoundCheck {
+  uint64_t mismatches = 0;
+  uint32_t first = 0;  // the smallest mismatching pattern
+};
+absl::StatusOr<Bf16RoundCheck> cuda_bf16_round_check(uint64_t step, bool planted_truncation);
 
 }  // namespace samebits
