@@ -198,17 +198,9 @@ template <int WG, int BN, int STAGES, int CN = 1, bool MMA = false>
 absl::Status launch(const LinearParams& p, bool swapped, cudaStream_t stream) {
   using T = TmaTile<WG, BN, STAGES, CN>;
   auto kernel = tma_linear_kernel<WG, BN, STAGES, CN, MMA>;
-  cudaLaunchConfig_t config = {};
   cudaLaunchAttribute attribute[1];
-  attribute[0].id = cudaLaunchAttributeClusterDimension;
-  attribute[0].val.clusterDim.x = CN;
-  attribute[0].val.clusterDim.y = 1;
-  attribute[0].val.clusterDim.z = 1;
-  config.blockDim = dim3(T::kThreads);
-  config.dynamicSmemBytes = T::kSmem;
-  config.stream = stream;
-  config.attrs = attribute;
-  config.numAttrs = CN > 1 ? 1 : 0;
+  cudaLaunchConfig_t config = cluster_launch_config(CN, T::kThreads, T::kSmem, stream, attribute);
+  if constexpr (CN == 1) config.numAttrs = 0;  // single CTAs: a plain launch
   static int max_units = 0;  // CTAs (CN = 1) or clusters resident at once
   if (max_units == 0) {
     SAMEBITS_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, T::kSmem));
