@@ -19,8 +19,8 @@
 // Small M is memory-bound: rows are padded into the m16 instruction shape (zero-filled, no memory
 // traffic) and the weights are streamed through a deep cp.async pipeline by narrow column tiles.
 // On Hopper the automatic choice uses the TMA-fed wgmma kernels instead (same chain: wgmma
-// m64nNk16 steps in increasing k from +0): sm90a/linear_tma.cu's swapped tiles at small M (where
-// their weight tiles are few, with mma.sync consumers: the same chain), then
+// m64nNk16 steps in increasing k from +0; or mma.sync's m16n8k16 steps): sm90a/linear_tma.cu's
+// swapped tiles at small M, then
 // sm90a/linear_cluster.cu's 2-CTA clusters of 128 x 256/192/128/64 tiles sharing one operand by
 // multicast, their output stored by TMA.
 //
@@ -182,7 +182,7 @@ enum ConfigIndex { kMma16x32, kMma16x64, kMma32x64, kMma64x128, kMma128x128, kMm
                    kCluster192m2, kCluster192n2, kCluster128m2, kCluster128n2, kCluster128n2Lag0, kCluster64n2,
                    kTmaSwap64x16Deep, kTmaSwap64x32Deep, kTmaSwap64x64Deep, kCluster256m2Out, kCluster256n2Out,
                    kCluster192m2Out, kCluster128m2Out, kCluster128n2Out, kCluster64n2Out, kTmaPair64x32,
-                   kMmaSwap64x16Deep, kMmaSwap64x32Deep, kMmaSwap64x64Deep, kUnaligned16x32, kConfigCount };
+                   kMmaSwap64x16Deep, kUnaligned16x32, kConfigCount };
 const Config kConfigs[kConfigCount] = {
     make_config<16, 32, 16, 16, 4, true, 256>("mma 16x32x256/4st/2w"),
     make_config<16, 64, 16, 16, 5, true, 128>("mma 16x64x128/5st/4w"),
@@ -220,8 +220,6 @@ const Config kConfigs[kConfigCount] = {
     cluster_config("cluster 2x(128x64) shared x, 8st, output by TMA", 64, cuda::ClusterConfig::k64n2out),
     swapped_config("tma wgmma swapped pair 2x(w64 x m32) shared w, x64/18st", 32, cuda::TmaConfig::kPair64x32),
     swapped_config("tma mma.sync swapped w64 x m16 x64/20st", 16, cuda::TmaConfig::kMmaSwap64x16Deep),
-    swapped_config("tma mma.sync swapped w64 x m32 x64/18st", 32, cuda::TmaConfig::kMmaSwap64x32Deep),
-    swapped_config("tma mma.sync swapped w64 x m64 x64/13st", 64, cuda::TmaConfig::kMmaSwap64x64Deep),
     make_config<16, 32, 16, 16, 4, false, 64>("mma 16x32x64/4st/2w/unaligned"),
 };
 constexpr int kUnalignedConfig = kUnaligned16x32;
@@ -325,35 +323,45 @@ int cluster_auto_config(int64_t M, int64_t N) {
 // H200 (2026-12-01 sweep): deep is 3-10% faster at 64 blocks (N = 4096) but ~7% slower at 96
 // (N = 6144); the 64-row tiles' deep ring (twice the weight bytes in flight of the shallow one)
 // wins up to one block per SM (N = 4096 and 6144 at M = 64, N = 4096 at M = 128).
-int swapped_ring(int64_t M, int64_t N, int rows, int shallow, int deep) {
-  return 2 * cuda::ceil_div64(N, 64) * cuda::ceil_div64(M, rows) <= multiprocessors() ? deep : shallow;
+// by_waves (the current choice): also deep where its whole waves of blocks take less time than the
+// shallow ring's, whose blocks run at about half rate two to an SM once they outnumber the SMs:
+// at N = 24576 (384 blocks: 3 deep waves against 2 shallow ones) deep was 3-5% faster at M = 1..64
+// (sweep of 2026-12-01 ~15:45 UTC); at N = 6144 and 151936 the two tie by this count and shallow
+// measured faster.
+bool deep_waves_win(int64_t blocks) {
+  const int64_t sms = multiprocessors();
+  const int64_t deep = cuda::ceil_div64(blocks, sms), shallow = blocks <= sms ? 1 : 2 * cuda::ceil_div64(blocks, 2 * sms);
+  return deep < shallow;
 }
-bool swapped64_deep_fits(int64_t M, int64_t N) {
-  return cuda::ceil_div64(N, 64) * cuda::ceil_div64(M, 64) <= multiprocessors();
+int swapped_ring(int64_t M, int64_t N, int rows, int shallow, int deep, bool by_waves) {
+  const int64_t blocks = cuda::ceil_div64(N, 64) * cuda::ceil_div64(M, rows);
+  return 2 * blocks <= multiprocessors() || (by_waves && deep_waves_win(blocks)) ? deep : shallow;
 }
-
-// Hopper: swapped single tiles (64 weight rows x 16/32/64 rows of x) while M is small (and at
-// M = 128 where 64-row tiles still fit on the SMs at once), else the 2-CTA cluster kernels
-// (cluster_auto_config). `deep`: the deep-ring configurations for 16, 32 and 64 rows of x.
-struct DeepSwapped {
-  int rows16, rows32, rows64;
-};
-int hopper_config(int64_t M, int64_t N, const DeepSwapped& deep) {
-  if (M <= 16) return swapped_ring(M, N, 16, kTmaSwap64x16, deep.rows16);
-  if (M <= 32) return swapped_ring(M, N, 32, kTmaSwap64x32, deep.rows32);
-  if (M <= 128 && swapped64_deep_fits(M, N)) return deep.rows64;
-  if (M <= 64) return kTmaSwap64x64;
-  return cluster_auto_config(M, N);
+bool swapped64_deep(int64_t M, int64_t N, bool by_waves) {
+  const int64_t blocks = cuda::ceil_div64(N, 64) * cuda::ceil_div64(M, 64);
+  return blocks <= multiprocessors() || (by_waves && deep_waves_win(blocks));
 }
 }  // namespace
 
 // The automatic choice, from measurements on the H200 (bench_cuda_matmul --sweep): on Hopper the
-// TMA-fed kernels everywhere (hopper_config), the deep swapped tiles with mma.sync consumers: the
-// deep rings are chosen where the weight tiles are few, and there a tile's time is its K chain of
-// dependent steps (sm90a/linear_tma.cu). Elsewhere the mma.sync tiles. Only speed depends on it:
-// every configuration gives the same bits (tests/gpu/test_gpu_linear.cpp).
+// TMA-fed kernels: swapped tiles (64 weight rows x 16/32/64 rows of x) while M is small (and at
+// M = 128 where 64-row tiles still fit on the SMs at once), else the 2-CTA cluster kernels
+// (cluster_auto_config). Where the weight has at most half as many 64-row tiles as there are SMs
+// (N = 4096), a tile's time is its K chain: the mma.sync 16-row tile up to M = 16 (0.96 -> 1.0 of
+// cuBLASLt at K = 4096, 0.84-0.88 -> 0.90-0.94 at K = 12288), and 32-row tiles up to M = 64 (128
+// blocks; 0.71 -> 0.81 at K = 4096, 0.79 -> 0.88 at K = 12288, against the deep 64-row tile).
+// Elsewhere the mma.sync tiles. Only speed depends on it: every configuration gives the same bits
+// (tests/gpu/test_gpu_linear.cpp).
 int cuda_linear_invariant_auto_config(int64_t M, int64_t N, int64_t /*K*/) {
-  if (hopper()) return hopper_config(M, N, {kMmaSwap64x16Deep, kMmaSwap64x32Deep, kMmaSwap64x64Deep});
+  if (hopper()) {
+    const bool few_weight_tiles = 2 * cuda::ceil_div64(N, 64) <= multiprocessors();
+    if (M <= 16 && few_weight_tiles) return kMmaSwap64x16Deep;
+    if (M <= 16) return swapped_ring(M, N, 16, kTmaSwap64x16, kTmaSwap64x16Deep, true);
+    if (M <= 32 || (M <= 64 && few_weight_tiles)) return swapped_ring(M, N, 32, kTmaSwap64x32, kTmaSwap64x32Deep, true);
+    if (M <= 128 && swapped64_deep(M, N, true)) return kTmaSwap64x64Deep;
+    if (M <= 64) return kTmaSwap64x64;
+    return cluster_auto_config(M, N);
+  }
   const int64_t tiles128 = cuda::ceil_div64(M, 128) * cuda::ceil_div64(N, 256);
   if (M >= 512 || (M >= 128 && tiles128 >= 96)) return kMma128x256;
   if (M <= 16) return N >= 16384 ? kMma16x64 : kMma16x32;
@@ -362,11 +370,15 @@ int cuda_linear_invariant_auto_config(int64_t M, int64_t N, int64_t /*K*/) {
   return kMma64x128;
 }
 
-// main's choice before the mma.sync consumers (2026-12-01, deep rings on wgmma): the benchmark's
+// main's choice before the mma.sync tile and the wave count (2026-12-01, 7dc3251): the benchmark's
 // side-by-side column.
 int cuda_linear_invariant_previous_auto_config(int64_t M, int64_t N) {
   if (!hopper()) return cuda_linear_invariant_auto_config(M, N, 0);
-  return hopper_config(M, N, {kTmaSwap64x16Deep, kTmaSwap64x32Deep, kTmaSwap64x64Deep});
+  if (M <= 16) return swapped_ring(M, N, 16, kTmaSwap64x16, kTmaSwap64x16Deep, false);
+  if (M <= 32) return swapped_ring(M, N, 32, kTmaSwap64x32, kTmaSwap64x32Deep, false);
+  if (M <= 128 && swapped64_deep(M, N, false)) return kTmaSwap64x64Deep;
+  if (M <= 64) return kTmaSwap64x64;
+  return cluster_auto_config(M, N);
 }
 
 namespace {

@@ -13,11 +13,15 @@
 // the next tile overlap the epilogue of the current one. The swapped tiles come with a shallow ring
 // (two blocks per SM) and a deep one (~200 KiB, one block per SM: more weight bytes in flight where
 // the weight's 64-row tiles are too few to fill the SMs; no split-K, so that is the only lever).
-// The deep swapped tiles also come with mma.sync consumers (MMA): at small M a tile's time is the
-// length of its K chain times the latency of one dependent k16 step, and a dependent wgmma step
-// costs several times an mma.sync.m16n8k16 step (measured on the H200: ~16 us at K = 4096 for
-// every swapped wgmma tile while the weights alone would stream in ~8 us). Same chain per element
-// (k16 steps in increasing k from +0), same ring, same epilogue.
+// The deep 16-row swapped tile also comes with mma.sync consumers (MMA): where the weight tiles are
+// few (N = 4096: 64 blocks), a tile's time is the length of its K chain times the latency of one
+// dependent k16 step, longer for wgmma than for mma.sync.m16n8k16 (measured on the H200: every
+// swapped wgmma tile took ~16 us at K = 4096, M = 1..16, where the weights alone stream in ~8 us;
+// the mma.sync one 4-6% less). Same chain per element (k16 steps in increasing k from +0), same
+// ring, same epilogue. With 32 or 64 rows of x, mma.sync on one warpgroup is the slower one
+// (compute-bound: 0.55-0.75 of cuBLASLt against 0.8 for wgmma), so those stay wgmma only.
+// The swapped pair measured slower than single 32-row tiles at M = 64, N = 4096 (0.76 against 0.81
+// of cuBLASLt; K = 12288: 0.84 against 0.88): it is kept as a configuration, not chosen.
 // Swapped pairs (CN = 2): a 2-CTA cluster computes one weight tile against two neighbouring x
 // tiles; each CTA copies half of the weight box and multicasts it into both, so a weight tile is
 // read once but streamed by two SMs (N = 4096 at M = 64: 128 CTAs on the weights instead of 64,
@@ -275,8 +279,6 @@ absl::Status launch_tma_linear(const LinearParams& p, TmaConfig config, cudaStre
     case TmaConfig::kSwap64x64Deep: return launch<1, 64, 13>(p, true, stream);
     case TmaConfig::kPair64x32: return launch<1, 32, 18, 2>(p, true, stream);
     case TmaConfig::kMmaSwap64x16Deep: return launch<1, 16, 20, 1, true>(p, true, stream);
-    case TmaConfig::kMmaSwap64x32Deep: return launch<1, 32, 18, 1, true>(p, true, stream);
-    case TmaConfig::kMmaSwap64x64Deep: return launch<1, 64, 13, 1, true>(p, true, stream);
   }
   return absl::InvalidArgumentError("linear: unknown TMA configuration");
 }
