@@ -40,6 +40,14 @@ __global__ void bf16_round_check_kernel(uint64_t step, bool planted, Tally* tall
   }
 }
 
+// The tally through device memory at d (set, counted into, read back).
+absl::Status run_check(Tally* d, uint64_t step, bool planted, Tally& host) {
+  SAMEBITS_RETURN_IF_ERROR(cuda::blocking_copy(d, &host, sizeof(Tally), cudaMemcpyHostToDevice));
+  bf16_round_check_kernel<<<132 * 8, 256>>>(step, planted, d);
+  SAMEBITS_RETURN_IF_ERROR(cuda::check_launch("bf16_round_check_kernel"));
+  return cuda::blocking_copy(&host, d, sizeof(Tally), cudaMemcpyDeviceToHost);
+}
+
 }  // namespace
 
 absl::StatusOr<Bf16RoundCheck> cuda_bf16_round_check(uint64_t step, bool planted_truncation) {
@@ -47,12 +55,7 @@ absl::StatusOr<Bf16RoundCheck> cuda_bf16_round_check(uint64_t step, bool planted
   Tally* d = nullptr;
   SAMEBITS_CUDA_TRY(cudaMalloc(&d, sizeof(Tally)));
   Tally host{0, 0xffffffffu};
-  absl::Status st = cuda::blocking_copy(d, &host, sizeof(Tally), cudaMemcpyHostToDevice);
-  if (st.ok()) {
-    bf16_round_check_kernel<<<132 * 8, 256>>>(step, planted_truncation, d);
-    st = cuda::check_launch("bf16_round_check_kernel");
-  }
-  if (st.ok()) st = cuda::blocking_copy(&host, d, sizeof(Tally), cudaMemcpyDeviceToHost);
+  const absl::Status st = run_check(d, step, planted_truncation, host);
   cudaFree(d);
   if (!st.ok()) return st;
   return Bf16RoundCheck{uint64_t(host.mismatches), host.first};
