@@ -358,7 +358,8 @@ int cuda_linear_invariant_auto_config(int64_t M, int64_t N, int64_t /*K*/) {
     if (M <= 16 && few_weight_tiles) return kMmaSwap64x16Deep;
     if (M <= 16) return swapped_ring(M, N, 16, kTmaSwap64x16, kTmaSwap64x16Deep, true);
     if (M <= 32 || (M <= 64 && few_weight_tiles)) return swapped_ring(M, N, 32, kTmaSwap64x32, kTmaSwap64x32Deep, true);
-    if (M <= 128 && swapped64_deep(M, N, true)) return kTmaSwap64x64Deep;
+    // The wave count compares the two rings; above M = 64 the alternative is the cluster kernels.
+    if (M <= 128 && swapped64_deep(M, N, M <= 64)) return kTmaSwap64x64Deep;
     if (M <= 64) return kTmaSwap64x64;
     return cluster_auto_config(M, N);
   }
