@@ -8,14 +8,18 @@
 
 namespace samebits {
 
-SAMEBITS_HD bf16 rope_lo(float lo, float hi, float c, float s) {
+// The fp32 results before their rounding to bf16 (for kernels that round several values at once).
+SAMEBITS_HD float rope_lo_unrounded(float lo, float hi, float c, float s) {
   const float lo_c = lo * c, hi_s = hi * s;
-  return to_bf16(lo_c - hi_s);
+  return lo_c - hi_s;
 }
 
-SAMEBITS_HD bf16 rope_hi(float lo, float hi, float c, float s) {
+SAMEBITS_HD float rope_hi_unrounded(float lo, float hi, float c, float s) {
   const float hi_c = hi * c, lo_s = lo * s;
-  return to_bf16(hi_c + lo_s);
+  return hi_c + lo_s;
 }
+
+SAMEBITS_HD bf16 rope_lo(float lo, float hi, float c, float s) { return to_bf16(rope_lo_unrounded(lo, hi, c, s)); }
+SAMEBITS_HD bf16 rope_hi(float lo, float hi, float c, float s) { return to_bf16(rope_hi_unrounded(lo, hi, c, s)); }
 
 }  // namespace samebits

@@ -1,11 +1,17 @@
 // qkv_prep on CUDA (kernels/ops.h QkvPrepArgs): the q/k head rmsnorm, rope and KV write of one
 // step in one kernel, reading the heads straight out of the fused q|k|v projection rows.
 // One block per token, 8 warps taking its heads in turn (q heads, then k, then v), each warp loading
-// 4 heads before computing any; lane l of a warp holds values [8l, 8l + 8) of its head in registers
-// (lanes past head_dim / 8 hold zeros), and its rope pairs' cos/sin and norm weights once for all
-// heads. The arithmetic per element is that of the separate ops, so the bits are theirs (gpu test):
+// 4 heads per lane group before computing any. A head takes head_dim / 8 lanes (lane l of the group
+// holds values [8l, 8l + 8) in registers): where that count is a power of two a warp holds
+// 32 / (head_dim / 8) heads side by side (two at head_dim 128: no idle half warps in this
+// issue-bound kernel), else one head with the lanes past head_dim / 8 holding zeros; each lane
+// keeps its rope pairs' cos/sin and norm weights for all heads. Shuffles run on every lane; the
+// q/k-only steps are branches per lane group. Values are rounded to bf16 by cvt (bf16_round.cuh:
+// to_bf16's bits). The arithmetic per element is that of the separate ops, so the bits are theirs
+// (gpu test):
 //   norm: rmsnorm's warp order over a head row (kernels/cuda/rmsnorm_math.cuh: lane l sums its
-//     chunk from +0, the 32 lanes by the xor butterfly), y = bf16(bf16(h * inv) * w);
+//     chunk from +0, the 32 lanes by the xor butterfly, whose steps across lane groups would only
+//     add the +0 of lanes past the head, so they are skipped), y = bf16(bf16(h * inv) * w);
 //   rope: kernels/rope_math.h on the normed bf16 values, the partner half from lane
 //     l +- head_dim / 16 by a shuffle;
 //   KV write: the token's k and v heads copied to slot slot_mapping[t]; slot -1 skips it, and a
@@ -47,12 +53,16 @@ __device__ __forceinline__ HeadAt head_at(const QkvPrepArgs& a, int64_t t, int h
   return r;
 }
 
-__global__ void __launch_bounds__(kWarps * 32) qkv_prep_kernel(QkvPrepArgs a, cuda::DeviceError* box) {
+__global__ void __launch_bounds__(kWarps * 32, 4) qkv_prep_kernel(QkvPrepArgs a, cuda::DeviceError* box) {
   const int64_t t = blockIdx.x;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int D = a.head_dim, chunks = D / 8, half_chunks = chunks / 2;
   const bool norm = a.q_norm != nullptr, rope = a.positions != nullptr;
-  const bool active = lane < chunks;
+  // Heads per warp side by side (lane groups of `chunks` lanes), and this lane's place in its group.
+  const int per_warp = (chunks & (chunks - 1)) == 0 ? 32 / chunks : 1;
+  const int group = per_warp > 1 ? lane / chunks : 0, sub = per_warp > 1 ? lane % chunks : lane;
+  const int first_offset = per_warp > 1 ? chunks / 2 : 16;  // the butterfly within a group
+  const bool active = sub < chunks;
   int32_t pos = 0;
   if (rope) {
     pos = a.positions[t];
@@ -76,7 +86,7 @@ __global__ void __launch_bounds__(kWarps * 32) qkv_prep_kernel(QkvPrepArgs a, cu
     write = !__syncthreads_or(later);
   }
   // What every head of this lane uses: its 8 rope pairs' cos and sin, the norm weights' chunk.
-  const int j0 = (lane % max(half_chunks, 1)) * 8;
+  const int j0 = (sub % max(half_chunks, 1)) * 8;
   float cosv[8] = {}, sinv[8] = {};
   if (rope && active) {
     const float* row = a.table + int64_t(pos) * D;
@@ -86,48 +96,55 @@ __global__ void __launch_bounds__(kWarps * 32) qkv_prep_kernel(QkvPrepArgs a, cu
   const uint4 zero = make_uint4(0, 0, 0, 0);
   uint4 wq = zero, wk = zero;
   if (norm && active) {
-    wq = *reinterpret_cast<const uint4*>(a.q_norm + lane * 8);
-    wk = *reinterpret_cast<const uint4*>(a.k_norm + lane * 8);
+    wq = *reinterpret_cast<const uint4*>(a.q_norm + sub * 8);
+    wk = *reinterpret_cast<const uint4*>(a.k_norm + sub * 8);
   }
   const int heads = a.num_q_heads + 2 * a.num_kv_heads;
-  const bool low = lane < half_chunks;
-  const int partner = (low ? lane + half_chunks : lane - half_chunks) & 31;
-  for (int h0 = warp; h0 < heads; h0 += kWarps * kHeadsInFlight) {
+  const bool low = sub < half_chunks;
+  const int partner = (group * chunks + (low ? sub + half_chunks : sub - half_chunks)) & 31;
+  const int groups = kWarps * per_warp, warp_first = warp * per_warp;  // lane groups of the block
+  for (int r = 0; warp_first + r < heads; r += groups * kHeadsInFlight) {
     uint4 x[kHeadsInFlight];
 #pragma unroll
     for (int i = 0; i < kHeadsInFlight; ++i) {
-      const int h = h0 + i * kWarps;
-      x[i] = h < heads && active ? *reinterpret_cast<const uint4*>(head_at(a, t, h, write, slot).src + lane * 8) : zero;
+      const int h = warp_first + group + r + i * groups;
+      x[i] = h < heads && active ? *reinterpret_cast<const uint4*>(head_at(a, t, h, write, slot).src + sub * 8) : zero;
     }
 #pragma unroll
     for (int i = 0; i < kHeadsInFlight; ++i) {
-      const int h = h0 + i * kWarps;
-      if (h >= heads) break;  // warp-uniform
-      const HeadAt at = head_at(a, t, h, write, slot);
+      if (warp_first + r + i * groups >= heads) break;  // warp-uniform: no group of the warp has a head
+      const int h = warp_first + group + r + i * groups;
+      const bool valid = h < heads && active;
+      const HeadAt at = head_at(a, t, valid ? h : 0, write, slot);
+      const bool qk = valid && at.kind != 2;
       uint4 v = x[i];
-      if (at.kind != 2 && norm) {
-        const float inv = cuda::inverse_rms(cuda::warp_butterfly_sum(active ? cuda::add_squares8(0.0f, v) : 0.0f), D, a.eps);
-        float y[8];
-        cuda::normed8(v, at.kind == 0 ? wq : wk, inv, y);
-        v = cuda::pack_bf16x8(y);
+      if (norm) {
+        const float ss = cuda::warp_butterfly_sum(active ? cuda::add_squares8(0.0f, v) : 0.0f, first_offset);
+        if (qk) {
+          float y[8];
+          cuda::normed8(v, at.kind == 0 ? wq : wk, cuda::inverse_rms(ss, D, a.eps), y);
+          v = cuda::pack_bf16x8(y);
+        }
       }
-      if (at.kind != 2 && rope) {
+      if (rope) {
         uint4 o;
         o.x = __shfl_sync(0xffffffffu, v.x, partner);
         o.y = __shfl_sync(0xffffffffu, v.y, partner);
         o.z = __shfl_sync(0xffffffffu, v.z, partner);
         o.w = __shfl_sync(0xffffffffu, v.w, partner);
-        float out[8];
+        if (qk) {
+          float out[8];
 #pragma unroll
-        for (int e = 0; e < 8; ++e) {
-          const float mine = cuda::bf16_at(v, e), other = cuda::bf16_at(o, e);
-          out[e] = to_float(low ? rope_lo(mine, other, cosv[e], sinv[e]) : rope_hi(other, mine, cosv[e], sinv[e]));
+          for (int e = 0; e < 8; ++e) {
+            const float mine = cuda::bf16_at(v, e), other = cuda::bf16_at(o, e);
+            out[e] = low ? rope_lo_unrounded(mine, other, cosv[e], sinv[e]) : rope_hi_unrounded(other, mine, cosv[e], sinv[e]);
+          }
+          v = cuda::pack_bf16x8(out);
         }
-        v = cuda::pack_bf16x8(out);
       }
-      if (active) {
-        *reinterpret_cast<uint4*>(at.dst + lane * 8) = v;
-        if (at.cache != nullptr) *reinterpret_cast<uint4*>(at.cache + lane * 8) = v;
+      if (valid) {
+        *reinterpret_cast<uint4*>(at.dst + sub * 8) = v;
+        if (at.cache != nullptr) *reinterpret_cast<uint4*>(at.cache + sub * 8) = v;
       }
     }
   }

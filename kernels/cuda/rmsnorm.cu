@@ -9,15 +9,17 @@
 // o = 16, 8, 4, 2, 1 (commutative adds: every lane ends with the same bits).
 // Invariant mode: one warp per row, the warp order over the whole row; rows never share a warp,
 //   so a row's bits do not depend on how many rows there are or where it sits. Rows of at most
-//   4096 values with 16-byte aligned pointers take the register path: a lane loads all its chunks
-//   before the first add and stores y 16 bytes at a time (same sums, same per-element arithmetic:
-//   memory access only).
+//   8192 values (dim % 8 == 0) with 16-byte aligned pointers take the register path: the row's
+//   loads spread over up to 8 warps and all issued before the first add, the lane sums still
+//   formed by one warp in the warp order (rmsnorm_rows_vec_kernel below: memory access only).
 // The plan comes in RmsNormArgs (kernels/plan.h). Default mode: parts =
 // plan_row_reduce(kDefault, rows, dim, parallel_units).parts. parts == 1:
 //   exactly the invariant kernel. parts > 1 (few rows): one block per row, the row cut into
 //   `parts` contiguous parts of round_up(ceil(dim / parts), 16) values (as the CPU), each reduced
 //   in the warp order by one warp, the part sums added in part order (part 0 first) by one thread.
 //   parts grows as rows shrink, so a row's bits follow the batch size. No atomics.
+#include <algorithm>
+
 #include "kernels/cuda/cuda_common.h"
 #include "kernels/cuda/cuda_ops.h"
 #include "kernels/cuda/rmsnorm_math.cuh"
@@ -167,52 +169,106 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
   write_y(p, row, inv_shared, threadIdx.x, blockDim.x);
 }
 
-constexpr int kMaxChunksPerLane = 16;  // rows of up to 32 * 8 * 16 = 4096 values in registers
-constexpr int kVecWarpsPerBlock = 4;
+// The register path (rmsnorm_rows_vec_kernel): a row of C = dim / 8 chunks is spread over
+// W = ceil(ceil(C / 32) / kChunksPerThread) warps; lane l of the row's warp w holds the lane's
+// chunks number kChunksPerThread * w .. kChunksPerThread * (w + 1) - 1 in the warp order (chunks
+// l + 32 i for those i). Every thread issues all its loads (x, residual, weight) before its first
+// store or add, so a row's bytes are all in flight at once: one memory latency per row instead of
+// one per chunk, and W times the threads per row. The lane chains stay in one warp: warps 1..W-1
+// hand their h chunks to warp 0 through shared memory, warp 0 adds each lane's chunks in the warp
+// order and runs the butterfly, and every warp writes y for the chunks it holds. Same sums, same
+// per-element arithmetic as rmsnorm_rows_kernel: memory access only (gpu test).
+constexpr int kChunksPerThread = 4;
+constexpr int kMaxWarpsPerRow = 8;       // rows of up to 32 * 8 * kChunksPerThread * 8 = 8192 values
+constexpr int kRowsPerSingleWarpBlock = 4;  // W == 1: that many rows (one warp each) per block
 
-// rmsnorm_rows_kernel's warp order and arithmetic with the row held in registers: every chunk of
-// a lane is loaded (h = bf16(x + residual) formed and stored) before the first add, then the same
-// adds in the same order, then y written 16 bytes at a time from the registers. Needs dim % 8 == 0,
-// dim <= 32 * 8 * kMaxChunksPerLane and 16-byte aligned x, residual, weight and y.
-// (Loading every x and residual chunk before the first residual store, to have all of a lane's
-// loads in flight at once, measured slower on the H200: 0.30 s against 0.21 s over the Qwen3-8B
-// burst, 2026-12-01.)
-__global__ void __launch_bounds__(kVecWarpsPerBlock * 32) rmsnorm_rows_vec_kernel(RmsParams p) {
-  const int lane = threadIdx.x & 31;
-  const int64_t row = int64_t(blockIdx.x) * kVecWarpsPerBlock + (threadIdx.x >> 5);
-  if (row >= p.rows) return;
-  const int chunks = int(p.dim / 8);
-  uint4 h[kMaxChunksPerLane];
+// Warps per row for the register path, 0 where it does not apply (needs dim % 8 == 0 and 16-byte
+// aligned x, residual, weight and y: checked by the caller).
+int vec_warps_per_row(int64_t dim) {
+  const int64_t per_lane = cuda::ceil_div64(dim / 8, 32);
+  const int64_t warps = std::max<int64_t>(1, cuda::ceil_div64(per_lane, kChunksPerThread));
+  return warps <= kMaxWarpsPerRow ? int(warps) : 0;
+}
+
+__device__ __forceinline__ void load_chunks(const bf16* row, int first, int chunks, uint4 (&v)[kChunksPerThread]) {
 #pragma unroll
-  for (int c = 0; c < kMaxChunksPerLane; ++c) {
-    const int chunk = lane + 32 * c;
-    if (chunk >= chunks) break;
-    const int64_t base = row * p.dim + int64_t(chunk) * 8;
-    h[c] = *reinterpret_cast<const uint4*>(p.x + base);
-    if (p.residual != nullptr) {
-      const uint4 r = *reinterpret_cast<const uint4*>(p.residual + base);
+  for (int c = 0; c < kChunksPerThread; ++c) {
+    const int chunk = first + 32 * c;
+    if (chunk < chunks) v[c] = *reinterpret_cast<const uint4*>(row + int64_t(chunk) * 8);
+  }
+}
+
+// Launched with 32 * W threads per row (one row per block for W > 1, kRowsPerSingleWarpBlock rows
+// of one warp each for W == 1) and (W - 1) * kChunksPerThread * 32 uint4 of dynamic shared memory.
+__global__ void __launch_bounds__(kMaxWarpsPerRow * 32, 4) rmsnorm_rows_vec_kernel(RmsParams p, int warps_per_row) {
+  extern __shared__ uint4 handed[];  // [W - 1][kChunksPerThread][32]: h chunks of warps 1..W-1
+  __shared__ float inv_shared;
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, W = warps_per_row;
+  const int part = warp % W;
+  const int64_t row = W > 1 ? int64_t(blockIdx.x) : int64_t(blockIdx.x) * kRowsPerSingleWarpBlock + warp;
+  if (W == 1 && row >= p.rows) return;  // W > 1: the block is one row, always present (no early exit before the barriers)
+  const int chunks = int(p.dim / 8), first = lane + 32 * kChunksPerThread * part;
+  const int64_t base = row * p.dim;
+  uint4 h[kChunksPerThread], r[kChunksPerThread], w[kChunksPerThread];
+  load_chunks(p.x + base, first, chunks, h);
+  if (p.residual != nullptr) load_chunks(p.residual + base, first, chunks, r);
+  load_chunks(p.weight, first, chunks, w);
+  if (p.residual != nullptr) {
+#pragma unroll
+    for (int c = 0; c < kChunksPerThread; ++c) {
+      const int chunk = first + 32 * c;
+      if (chunk >= chunks) break;
       float s[8];
 #pragma unroll
-      for (int e = 0; e < 8; ++e) s[e] = bf16_at(h[c], e) + bf16_at(r, e);
+      for (int e = 0; e < 8; ++e) s[e] = bf16_at(h[c], e) + bf16_at(r[c], e);
       h[c] = pack_bf16x8(s);
-      *reinterpret_cast<uint4*>(p.residual + base) = h[c];
+      *reinterpret_cast<uint4*>(p.residual + base + int64_t(chunk) * 8) = h[c];
     }
   }
-  float acc = 0.0f;
+  float inv;
+  if (W == 1) {
+    float acc = 0.0f;
 #pragma unroll
-  for (int c = 0; c < kMaxChunksPerLane; ++c) {
-    if (lane + 32 * c >= chunks) break;
-    acc = add_squares8(acc, h[c]);
+    for (int c = 0; c < kChunksPerThread; ++c) {
+      if (first + 32 * c >= chunks) break;
+      acc = add_squares8(acc, h[c]);
+    }
+    inv = inverse_rms(warp_butterfly_sum(acc), p.dim, p.eps);
+  } else {
+    if (part > 0) {
+#pragma unroll
+      for (int c = 0; c < kChunksPerThread; ++c) {
+        if (first + 32 * c < chunks) handed[((part - 1) * kChunksPerThread + c) * 32 + lane] = h[c];
+      }
+    }
+    __syncthreads();
+    if (part == 0) {
+      float acc = 0.0f;
+#pragma unroll
+      for (int c = 0; c < kChunksPerThread; ++c) {
+        if (first + 32 * c < chunks) acc = add_squares8(acc, h[c]);
+      }
+      for (int q = 1; q < W; ++q) {  // the lane's later chunks, in the warp order
+#pragma unroll
+        for (int c = 0; c < kChunksPerThread; ++c) {
+          if (lane + 32 * (kChunksPerThread * q + c) < chunks) {
+            acc = add_squares8(acc, handed[((q - 1) * kChunksPerThread + c) * 32 + lane]);
+          }
+        }
+      }
+      const float sum = warp_butterfly_sum(acc);
+      if (lane == 0) inv_shared = inverse_rms(sum, p.dim, p.eps);
+    }
+    __syncthreads();
+    inv = inv_shared;
   }
-  const float inv = inverse_rms(warp_butterfly_sum(acc), p.dim, p.eps);
 #pragma unroll
-  for (int c = 0; c < kMaxChunksPerLane; ++c) {
-    const int chunk = lane + 32 * c;
+  for (int c = 0; c < kChunksPerThread; ++c) {
+    const int chunk = first + 32 * c;
     if (chunk >= chunks) break;
-    const uint4 w = *reinterpret_cast<const uint4*>(p.weight + int64_t(chunk) * 8);
     float y[8];
-    normed8(h[c], w, inv, y);
-    *reinterpret_cast<uint4*>(p.y + row * p.dim + int64_t(chunk) * 8) = pack_bf16x8(y);
+    normed8(h[c], w[c], inv, y);
+    *reinterpret_cast<uint4*>(p.y + base + int64_t(chunk) * 8) = pack_bf16x8(y);
   }
 }
 
@@ -226,9 +282,13 @@ absl::Status cuda_rmsnorm(const ExecContext& ctx, const RmsNormArgs& a) {
   p.vec = a.dim % 8 == 0 && aligned16(a.x) && (a.residual == nullptr || aligned16(a.residual));
   const RowReducePlan& plan = a.plan;  // built by the caller (kernels/plan.h)
   cudaStream_t stream = cuda::stream_of(ctx);
-  if (plan.parts <= 1 && p.vec && a.dim <= 32 * 8 * kMaxChunksPerLane && aligned16(a.weight) && aligned16(a.y)) {
-    const int64_t blocks = cuda::ceil_div64(a.rows, kVecWarpsPerBlock);
-    rmsnorm_rows_vec_kernel<<<unsigned(blocks), kVecWarpsPerBlock * 32, 0, stream>>>(p);
+  const int W = p.vec ? vec_warps_per_row(a.dim) : 0;
+  if (plan.parts <= 1 && W > 0 && aligned16(a.weight) && aligned16(a.y)) {
+    const int64_t blocks = W > 1 ? a.rows : cuda::ceil_div64(a.rows, kRowsPerSingleWarpBlock);
+    if (blocks > INT32_MAX) return absl::InvalidArgumentError("rmsnorm: too many rows");
+    const int threads = W > 1 ? W * 32 : kRowsPerSingleWarpBlock * 32;
+    const size_t handed = size_t(W - 1) * kChunksPerThread * 32 * sizeof(uint4);
+    rmsnorm_rows_vec_kernel<<<unsigned(blocks), threads, handed, stream>>>(p, W);
     return cuda::check_launch("rmsnorm_rows_vec_kernel");
   }
   if (plan.parts <= 1) {

@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "kernels/bf16.h"
+#include "kernels/cuda/bf16_round.cuh"
 
 namespace samebits::cuda {
 
@@ -15,11 +16,9 @@ __device__ __forceinline__ float bf16_at(const uint4& v, int e) {
   return to_float(bf16{uint16_t(w >> (16 * (e % 2)))});
 }
 
+// The 8 values rounded to bf16 (to_bf16's bits: bf16_round.cuh), in memory order.
 __device__ __forceinline__ uint4 pack_bf16x8(const float (&f)[8]) {
-  uint32_t w[4];
-#pragma unroll
-  for (int k = 0; k < 4; ++k) w[k] = uint32_t(to_bf16(f[2 * k]).bits) | (uint32_t(to_bf16(f[2 * k + 1]).bits) << 16);
-  return make_uint4(w[0], w[1], w[2], w[3]);
+  return make_uint4(bf16x2_bits(f[0], f[1]), bf16x2_bits(f[2], f[3]), bf16x2_bits(f[4], f[5]), bf16x2_bits(f[6], f[7]));
 }
 
 // acc + h[0]^2 + ... + h[7]^2, left to right.
@@ -33,10 +32,15 @@ __device__ __forceinline__ float add_squares8(float acc, const uint4& h) {
   return acc;
 }
 
-// Every lane ends with the same bits (commutative adds in a fixed pattern).
-__device__ __forceinline__ float warp_butterfly_sum(float acc) {
+// Every lane ends with the same bits (commutative adds in a fixed pattern). first_offset < 16 (a
+// power of two, warp-uniform) sums aligned groups of 2 * first_offset lanes apart: where only the
+// group's lanes of a 32-lane row hold values (the rest +0), the skipped steps add +0 to a sum of
+// squares (>= +0), so each group's lanes get the bits the whole-warp order gives that row.
+__device__ __forceinline__ float warp_butterfly_sum(float acc, int first_offset = 16) {
 #pragma unroll
-  for (int o = 16; o >= 1; o >>= 1) acc = acc + __shfl_xor_sync(0xffffffffu, acc, o);
+  for (int o = 16; o >= 1; o >>= 1) {
+    if (o <= first_offset) acc = acc + __shfl_xor_sync(0xffffffffu, acc, o);
+  }
   return acc;
 }
 
@@ -47,7 +51,7 @@ __device__ __forceinline__ float inverse_rms(float ss, int64_t dim, float eps) {
 // y = bf16(h * inv) * w for 8 values in fp32; pack_bf16x8 rounds them (the stored bf16(...)).
 __device__ __forceinline__ void normed8(const uint4& h, const uint4& w, float inv, float (&y)[8]) {
 #pragma unroll
-  for (int e = 0; e < 8; ++e) y[e] = round_bf16(bf16_at(h, e) * inv) * bf16_at(w, e);
+  for (int e = 0; e < 8; ++e) y[e] = round_bf16_fast(bf16_at(h, e) * inv) * bf16_at(w, e);
 }
 
 }  // namespace samebits::cuda

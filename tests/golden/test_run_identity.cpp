@@ -193,7 +193,6 @@ struct MalformedIdentity {
   void (*mutate)(nlohmann::json*);
   std::string expect;  // the whole message
 };
-void PrintTo(const MalformedIdentity& c, std::ostream* os) { *os << c.name; }
 
 TEST(RunIdentity, MalformedBlocksAreRejectedWithOneLineNamingFileAndField) {
   const MalformedIdentity cases[] = {

@@ -2,7 +2,9 @@
 // separate ops give (rmsnorm over head rows, rope, kv_write on dense q, k, v), and what the op's
 // own stages give one call at a time (the model's observed path); the inverse: a one-ulp change of
 // a norm weight must show in the comparison. Inputs are read from fused q|k|v rows with a padded
-// stride; slot mappings skip tokens and name slots twice (last wins).
+// stride; slot mappings skip tokens and name slots twice (last wins). Head sizes 16-256 put 16, 8,
+// 4, 2 or 1 heads side by side in a warp (48: one head, lanes idle), odd head counts put q, k and v
+// heads in one warp.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -100,7 +102,8 @@ Outputs run(const Backend& gpu, const Shape& s, Route route, bool norm_ulp = fal
 TEST(GpuQkvPrep, FusedEqualsSeparateOpsAndStagesBitwise) {
   SAMEBITS_REQUIRE_GPU();
   for (const Shape& s : sweep<Shape>({{1, 4, 2, 64}, {37, 4, 2, 64}, {37, 32, 8, 128}, {300, 32, 8, 128},
-                                      {5, 16, 16, 256}, {9, 4, 4, 32}, {7, 2, 1, 40}},
+                                      {5, 16, 16, 256}, {9, 4, 4, 32}, {7, 2, 1, 40}, {13, 5, 3, 128},
+                                      {11, 3, 1, 16}, {6, 3, 1, 48}},
                                      {{37, 4, 2, 64}, {9, 32, 8, 128}})) {
     SCOPED_TRACE(::testing::Message() << "T " << s.T << " heads " << s.hq << "/" << s.hkv << " head_dim " << s.D);
     const Outputs fused = run(*gpu, s, Route::kFused);

@@ -68,11 +68,15 @@ TEST(GpuRmsNorm, MatchesCpuBackend) {
   }
 }
 
-// The register path (16-byte aligned rows of at most 4096 values) and the plain warp path (the
-// same data one element off 16-byte alignment) must give the same bits: only memory access differs.
+// The register path (16-byte aligned rows of at most 8192 values, spread over 1 to 8 warps) and
+// the plain warp path (the same data one element off 16-byte alignment) must give the same bits:
+// only memory access differs. Shapes: 1 warp per row (rows not a multiple of the 4 per block
+// included), 2, 3, 4, 5 and 8 warps, a last warp holding one chunk of one lane (1032), and 8200
+// values (plain path on both sides).
 TEST(GpuRmsNorm, RegisterPathEqualsPlainPathBitwise) {
   SAMEBITS_REQUIRE_GPU();
-  const int64_t shapes[][2] = {{1000, 4096}, {40, 128}, {9, 1000}, {3, 64}};
+  const int64_t shapes[][2] = {{1000, 4096}, {40, 128}, {9, 1000}, {3, 64},  {133, 256}, {33, 2048},
+                               {5, 3072},    {7, 1032}, {4, 5120}, {3, 8192}, {2, 8200}};
   uint64_t seed = 100;
   for (const auto& s : shapes) {
     for (bool with_residual : {false, true}) {
@@ -183,7 +187,9 @@ TEST(GpuRmsNorm, DefaultModeRowAloneDiffersFromRowInLargeBatch) {
   }
   std::printf("default rmsnorm dim=%lld: %d of %lld rows differ alone vs inside %lld rows\n", (long long)dim,
               differing, (long long)(rows * batches), (long long)rows);
-  if (!sanitizer_shapes()) EXPECT_GT(differing, 0);
+  if (!sanitizer_shapes()) {
+    EXPECT_GT(differing, 0);
+  }
 }
 
 TEST(GpuRmsNorm, RunToRunBothModes) {

@@ -1,0 +1,31 @@
+// bf16 rounding on the device in one instruction per value pair: cvt.rn.bf16x2.f32 rounds to
+// nearest, ties to even, with overflow to infinity and subnormals kept, exactly as kernels/bf16.h's
+// to_bf16 does for every float but NaN (cvt gives the canonical NaN where to_bf16 keeps the sign and
+// the top payload bits); pairs holding a NaN take to_bf16 itself. Same bits as to_bf16 for all 2^32
+// floats (gpu test GpuBf16Round). Why: to_bf16's integer rounding costs about 7 instructions per
+// value, and the element-wise kernels that use this (rmsnorm, qkv_prep) are bound by instruction
+// issue, not by memory.
+#pragma once
+#include <cstdint>
+
+#include "kernels/bf16.h"
+
+namespace samebits::cuda {
+
+// bf16(lo) in the low 16 bits, bf16(hi) in the high 16 bits (the memory order of two bf16 values).
+__device__ __forceinline__ uint32_t bf16x2_bits(float lo, float hi) {
+  if (isnan(lo) || isnan(hi)) return uint32_t(to_bf16(lo).bits) | (uint32_t(to_bf16(hi).bits) << 16);
+  uint32_t r;
+  asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+  return r;
+}
+
+// round_bf16 (kernels/bf16.h): f rounded to bf16 and widened back.
+__device__ __forceinline__ float round_bf16_fast(float f) {
+  if (isnan(f)) return round_bf16(f);
+  uint16_t h;
+  asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(f));
+  return __uint_as_float(uint32_t(h) << 16);
+}
+
+}  // namespace samebits::cuda
