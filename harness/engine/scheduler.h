@@ -9,6 +9,10 @@
 // a block and none is free, the most recently admitted running request is preempted by recompute:
 // its blocks are freed and it waits at the front of the queue with prompt + generated tokens,
 // to be computed again later; its sampling keys (seed, generated-token index) do not change.
+// Scheduling ahead: a token still being sampled stands as a placeholder (expect_token) until its
+// value is known (resolve_token); no decision here depends on a token's value, only on counts, so
+// a step scheduled with placeholders is the step scheduled with the values, unless a value ends
+// its request (outlook says when that cannot happen).
 #pragma once
 #include <cstdint>
 #include <deque>

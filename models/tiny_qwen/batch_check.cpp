@@ -73,10 +73,13 @@ absl::Status check_fed_tokens(const ForwardBatch& b, int64_t previous_sampled_ro
   }
   const int64_t T = int64_t(b.tokens.size());
   for (size_t j = 0; j < b.fed_tokens.size(); ++j) {
-    const int32_t t = b.fed_tokens[j], from = b.fed_from[j];
+    const int32_t t = b.fed_tokens[j];
     if (t < 0 || t >= T || (j > 0 && t <= b.fed_tokens[j - 1])) {
       return bad(absl::StrCat("fed_tokens[", j, "] = ", t, " is not an increasing index in [0, ", T, ")"));
     }
+  }
+  for (size_t j = 0; j < b.fed_from.size(); ++j) {
+    const int32_t from = b.fed_from[j];
     if (from < 0 || from >= previous_sampled_rows) {
       return bad(absl::StrCat("fed_from[", j, "] = ", from, " is not a row the previous step sampled (",
                               std::max<int64_t>(previous_sampled_rows, 0), " rows)"));
