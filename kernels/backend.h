@@ -84,6 +84,14 @@ struct Backend {
   void (*graph_free)(void* graph) = nullptr;
   uint64_t (*memory_epoch)() = nullptr;
 
+  // Optional (nullptr: synchronize(ctx) serves): a mark behind the work issued so far on ctx's
+  // stream, in one of two slots, and a wait for that mark alone, while the work issued after it
+  // keeps running (a step's results can be read while the next step computes). The wait reports a
+  // device-side error of the work before the mark, as synchronize does. A slot is marked again
+  // only after its wait.
+  absl::Status (*mark)(const ExecContext& ctx, int slot) = nullptr;
+  absl::Status (*wait_mark)(int slot) = nullptr;
+
   // Optional: host -> backend upload of large read-only data (weights) from pageable or mapped
   // memory, staged through page-locked buffers so that reading the source overlaps the transfer.
   // Synchronous: returns when the data is in place. nullptr = upload().

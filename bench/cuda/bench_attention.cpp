@@ -6,7 +6,8 @@
 // -mirrors: with host mirrors, calls timed);
 // decode-graph: the small batches again, timed as replays of a CUDA graph of the calls (device
 // time without each call's host work, as the engine's captured steps see it); decode-kernel,
-// decode-kernel-wide, decode-64row: the decode routes forced (AttentionRoute);
+// decode-kernel-wide, decode-64row: the decode routes forced (AttentionRoute); decode-chain-ring=
+// 2|4|8: the few-warps decode kernel with that ring depth, graph replays;
 // decode-split=64|128: invariant mode with another fixed split size (prefill-split= likewise);
 // decode-items=4|16: default mode planned for that many items per unit instead of 8;
 // floor = the K and V bytes read once at the measured copy bandwidth (frac_bw = floor / time).
@@ -318,6 +319,21 @@ int main(int argc, char** argv) {
           benchmark::RegisterBenchmark(
               absl::StrCat(kernel, m, "/batch=", seqs, "/context=", context).c_str(),
               [=](benchmark::State& st) { run(st, mode, seqs, context, 1, 128, false, route); })
+              ->UseManualTime()
+              ->Iterations(5)
+              ->Unit(benchmark::kMicrosecond);
+        }
+      }
+    }
+    // The few-warps decode kernel at each ring depth (kAuto picks one by the launch), graph replays.
+    for (auto [route, ring] : {std::pair{AttentionRoute::kDecodeChainRing2, 2}, {AttentionRoute::kDecodeChainRing4, 4},
+                               {AttentionRoute::kDecodeChainRing8, 8}}) {
+      for (int seqs : {1, 4}) {
+        for (int64_t context : {2048, 8192}) {
+          const AttentionRoute r = route;
+          benchmark::RegisterBenchmark(
+              absl::StrCat("decode-chain-ring=", ring, "/", m, "/batch=", seqs, "/context=", context).c_str(),
+              [=](benchmark::State& st) { run(st, mode, seqs, context, 1, 128, true, r); })
               ->UseManualTime()
               ->Iterations(5)
               ->Unit(benchmark::kMicrosecond);

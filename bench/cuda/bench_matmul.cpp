@@ -1,6 +1,7 @@
 // Invariant matmul vs cuBLASLt (default mode: cuBLASLt's own heuristic, bf16 in, fp32 compute,
 // bf16 out) at the Qwen3-8B linear shapes (N, K) = (6144, 4096) qkv, (4096, 4096) o, (24576, 4096)
-// gate+up, (4096, 12288) down, (151936, 4096) lm_head, for M = 1 .. 8192. Per case one benchmark
+// gate+up, (4096, 12288) down, (151936, 4096) lm_head, for M = 1 .. 8192 (the 60 cases), and
+// M = 1000 (the Qwen3-8B burst's decode steps, summarised apart). Per case one benchmark
 // times, side by side, cuBLASLt, the invariant kernel's automatic choice and the previous automatic
 // choice (cuda_linear_invariant_previous_auto_config; its configurations are unchanged in this build): each
 // iteration times a batch of calls of each (CUDA events, weights rotated among copies so that they
@@ -12,6 +13,7 @@
 // invariant kernel alone (to tune the automatic choice); --quick uses fewer M values.
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -31,6 +33,7 @@ namespace {
 const int64_t kShapes[][2] = {{6144, 4096}, {4096, 4096}, {24576, 4096}, {4096, 12288}, {151936, 4096}};
 const std::vector<int64_t> kAllM = {1, 4, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192};
 const std::vector<int64_t> kQuickM = {1, 16, 128, 1024, 8192};
+const std::vector<int64_t> kBurstM = {1000};  // scenarios/qwen3_8b_burst.yaml's decode steps
 
 struct Operands {
   std::vector<bf16*> w;  // rotated copies
@@ -163,7 +166,8 @@ int main(int argc, char** argv) {
       args.push_back(argv[i]);
     }
   }
-  const std::vector<int64_t>& Ms = quick ? kQuickM : kAllM;
+  std::vector<int64_t> Ms = quick ? kQuickM : kAllM;
+  Ms.insert(Ms.end(), kBurstM.begin(), kBurstM.end());
   const int configs = samebits::cuda_linear_invariant_config_count() - 1;  // aligned ones
   for (const auto& s : kShapes) {
     for (int64_t M : Ms) {
@@ -183,10 +187,13 @@ int main(int argc, char** argv) {
   benchmark::RunSpecifiedBenchmarks(&reporter);
 
   // Summary: per shape and M, cuBLAS vs invariant and vs the previous choice, the ratios, their
-  // geometric means and the worst. The columns up to the first ratio are those of earlier builds.
+  // geometric means and the worst (the 60 cases; the burst rows apart). The columns up to the
+  // first ratio are those of earlier builds.
   const auto& r = reporter.results();
-  double log_sum[2] = {}, worst[2] = {1e9, 1e9};
-  int count = 0;
+  struct Summary {
+    double log_sum[2] = {}, worst[2] = {1e9, 1e9};
+    int count = 0;
+  } cases, burst;
   std::printf("\n%-8s %-7s %-5s | %10s %8s | %10s %8s %4s | %6s | %10s %8s %4s | %6s", "N", "K", "M", "cuBLAS us",
               "TFLOP/s", "invar us", "TFLOP/s", "cfg", "ratio", "prev us", "TFLOP/s", "cfg", "ratio");
   if (sweep) std::printf(" | best cfg (ratio)");
@@ -198,11 +205,12 @@ int main(int argc, char** argv) {
       const auto& c = v->second.counters;
       const double tc = c.at("us_cublas"), tv = c.at("us_invariant"), tp = c.at("us_previous");
       const double ratio[2] = {tc / tv, tc / tp};
+      Summary& sum = std::count(kBurstM.begin(), kBurstM.end(), M) ? burst : cases;
       for (int i = 0; i < 2; ++i) {
-        log_sum[i] += std::log(ratio[i]);
-        worst[i] = std::min(worst[i], ratio[i]);
+        sum.log_sum[i] += std::log(ratio[i]);
+        sum.worst[i] = std::min(sum.worst[i], ratio[i]);
       }
-      ++count;
+      ++sum.count;
       std::printf("%-8lld %-7lld %-5lld | %10.1f %8.1f | %10.1f %8.1f %4d | %6.3f | %10.1f %8.1f %4d | %6.3f",
                   (long long)s[0], (long long)s[1], (long long)M, tc, c.at("TFLOPs_cublas"), tv, c.at("TFLOPs_invariant"),
                   int(c.at("config")), ratio[0], tp, c.at("TFLOPs_previous"), int(c.at("previous_config")), ratio[1]);
@@ -221,11 +229,12 @@ int main(int argc, char** argv) {
       std::printf("\n");
     }
   }
-  if (count > 0) {
-    std::printf("geometric-mean throughput ratio invariant/cuBLAS over %d shapes: %.3f; worst %.3f\n", count,
-                std::exp(log_sum[0] / count), worst[0]);
-    std::printf("previous automatic choice, same run: geometric mean %.3f; worst %.3f\n", std::exp(log_sum[1] / count),
-                worst[1]);
+  for (const Summary* sum : {&cases, &burst}) {
+    if (sum->count == 0) continue;
+    std::printf("geometric-mean throughput ratio invariant/cuBLAS over %d %s: %.3f; worst %.3f\n", sum->count,
+                sum == &burst ? "burst rows" : "shapes", std::exp(sum->log_sum[0] / sum->count), sum->worst[0]);
+    std::printf("previous automatic choice, same run: geometric mean %.3f; worst %.3f\n",
+                std::exp(sum->log_sum[1] / sum->count), sum->worst[1]);
   }
   std::printf("device copy bandwidth: %.2f TB/s\n", copy_bandwidth() / 1e12);
   benchmark::Shutdown();

@@ -3,7 +3,8 @@
 build's ("new") side by side, both run in the same call. The new log also carries, per case, the
 previous automatic choice timed in the same process, interleaved with cuBLASLt and the new choice
 ("prev"). Each ratio is against the cuBLASLt timing of its own run. Prints one row per case, then
-the geometric mean and the worst ratio of each, overall and by M range.
+the geometric mean and the worst ratio of each, overall and by M range (the 60 cases), and apart
+for the burst rows (M = 1000, the Qwen3-8B burst's decode steps; older logs may lack them).
 
   matmul_side_by_side.py OLD_LOG NEW_LOG
 """
@@ -14,7 +15,9 @@ import sys
 NUM = r"\s+([\d.]+)"
 ROW = re.compile(r"^(\d+)\s+(\d+)\s+(\d+)\s+\|" + NUM + NUM + r"\s+\|" + NUM + NUM + r"\s+(-?\d+)\s+\|" + NUM +
                  r"(?:\s+\|" + NUM + NUM + r"\s+(-?\d+)\s+\|" + NUM + ")?")
-RANGES = [("M <= 64", 1, 64), ("M 128-512", 128, 512), ("M >= 1024", 1024, 1 << 30), ("all", 1, 1 << 30)]
+BURST_M = {1000}
+RANGES = [("M <= 64", 1, 64), ("M 128-512", 128, 512), ("M >= 1024", 1024, 1 << 30), ("all 60", 1, 1 << 30),
+          ("burst", 1000, 1000)]
 
 
 def read(path):
@@ -51,9 +54,11 @@ def main():
               f"{n['tf']:7.1f} {n['cfg']:>4}")
     print("geometric mean / worst ratio to cuBLASLt")
     for name, lo, hi in RANGES:
-        o = [v["ratio"] for k, v in old.items() if lo <= k[2] <= hi]
-        p = [v["prev_ratio"] for k, v in new.items() if lo <= k[2] <= hi]
-        n = [v["ratio"] for k, v in new.items() if lo <= k[2] <= hi]
+        def within(k):
+            return lo <= k[2] <= hi and (k[2] in BURST_M) == (name == "burst")
+        o = [v["ratio"] for k, v in old.items() if within(k)]
+        p = [v["prev_ratio"] for k, v in new.items() if within(k)]
+        n = [v["ratio"] for k, v in new.items() if within(k)]
         print(f"{name:>10}: old binary {summary(o)} | prev {summary(p)} | new {summary(n)}")
 
 

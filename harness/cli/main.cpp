@@ -43,6 +43,8 @@ void add_run_options(CLI::App* cmd, RunArgs* a, bool full) {
                  "Time every op on the backend's clock (CUDA events on a GPU) and report where the time went");
   cmd->add_flag_function("--no-graphs", [a](int64_t) { a->options.graphs = false; },
                          "Run decode steps op by op instead of replaying recorded CUDA graphs");
+  cmd->add_flag_function("--no-schedule-ahead", [a](int64_t) { a->options.schedule_ahead = false; },
+                         "Schedule each step after the previous step's tokens are read, instead of while it computes");
   cmd->add_flag_function("--no-progress", [a](int64_t) { a->progress = false; }, "No progress line on stderr");
 }
 

@@ -62,6 +62,10 @@ struct EngineConfig {
   // The step's sample-independent host work runs while the device computes it (same schedule,
   // same bits: only where the host does it changes); false runs it before the step is enqueued.
   bool overlap = true;
+  // With overlap: step n + 1 is scheduled and enqueued while the device computes step n, its
+  // decode rows fed with step n's tokens on the device, and step n's tokens booked after that
+  // (harness/engine/engine.cpp says how each mode keeps its bits). Off under profile.
+  bool schedule_ahead = true;
 };
 // Errors name the field and the value ("engine.block_size: 0 is not a positive integer").
 absl::Status validate_engine_config(const EngineConfig& config, const ModelConfig& model);
@@ -83,7 +87,8 @@ struct StepRecord {
 
 // Called for every generated token of a request with observe = true, in step order (within a step
 // in batch row order), before the request's finish is booked; token_index counts the request's
-// generated tokens from 0 and never repeats, preemption or not.
+// generated tokens from 0 and never repeats, preemption or not. With schedule_ahead a step's tokens
+// are booked (observed, finished, in take_finished) during the next call of step().
 using StepObserver = std::function<void(uint64_t request_id, int token_index, int32_t token,
                                         std::span<const float> logits)>;
 
@@ -108,6 +113,11 @@ struct EngineStats {
   // registration of its blocks) finished while the device was still computing the step
   // (Backend::busy; 0 on a synchronous backend).
   int64_t overlapped_steps = 0;
+  // Steps enqueued while the step before them was still in flight (EngineConfig::schedule_ahead),
+  // and rows of such steps discarded because their request had finished in the step before
+  // (invariant mode only).
+  int64_t scheduled_ahead_steps = 0;
+  int64_t discarded_rows = 0;
   OpTimes op_times;
   int64_t graph_replays = 0;   // steps replayed from a recorded graph
   int64_t graph_captures = 0;  // graphs recorded
@@ -128,7 +138,9 @@ class Engine {
   // Finishes a queued or running request at once as kCancelled (its tokens so far in the result)
   // and frees its KV blocks; call between steps. False when no such request is unfinished.
   bool cancel(uint64_t request_id);
-  // Schedules and runs one step. With `forced`, runs exactly that schedule (replay) instead: the
+  // Schedules and runs one step. With schedule_ahead the step may be left computing when this
+  // returns, its tokens booked by the next call (has_unfinished() stays true meanwhile; cancel()
+  // books them first). With `forced`, runs exactly that schedule (replay) instead: the
   // same requests must have been added before the same steps; a record that does not fit the
   // engine's state (unknown request, position, busy block, missing prefix hit) is an error naming
   // the step and request, after which the engine should be discarded.

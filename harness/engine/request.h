@@ -7,7 +7,10 @@
 
 namespace samebits {
 
-enum class RequestState { kWaiting, kRunning };
+// kFinishing: its last token (by max_new_tokens) is still being sampled; it holds no blocks and is
+// neither waiting nor running.
+enum class RequestState { kWaiting, kRunning, kFinishing };
+inline constexpr int32_t kPendingToken = -1;
 
 struct Request {
   RequestSpec spec;
@@ -23,6 +26,10 @@ struct Request {
   int scheduled_tokens = 0;      // tokens scheduled in that step
   int preemptions = 0;
   int prefix_hit_tokens = 0;
+  // tokens.back() is a placeholder (kPendingToken) for the token that row pending_row of a step
+  // still in flight samples (Scheduler::expect_token); it is fed to the next step on the device.
+  bool token_pending = false;
+  int32_t pending_row = -1;
 
   int num_generated() const { return int(tokens.size()) - prompt_len; }
   int num_tokens() const { return int(tokens.size()); }

@@ -129,6 +129,9 @@ bool Scheduler::reserve_blocks(Request* r, int tokens, ScheduleOutput* out, int*
 }
 
 bool Scheduler::try_admit(Request* r, ScheduleOutput* out, int* budget) {
+  // Only a request preempted in this very step can wait with a pending token, and such a step
+  // admits nobody; its prefix hashes would cover the placeholder.
+  if (r->token_pending) return false;
   const int total = r->num_tokens();
   std::vector<int32_t> hit;
   if (config_.prefix_cache) {
@@ -225,29 +228,71 @@ void Scheduler::commit(const ScheduleOutput& out) {
   }
 }
 
-FinishReason Scheduler::append_token(Request* r, int32_t token) {
-  r->tokens.push_back(token);
-  FinishReason reason = FinishReason::kRunning;
-  const int generated = r->num_generated();
-  if (r->spec.stop_at_eos && config_.eos_token_id >= 0 && token == config_.eos_token_id) {
-    reason = FinishReason::kEos;
-  } else {
-    for (const auto& stop : r->spec.stop_sequences) {
-      if (int(stop.size()) <= generated &&
-          std::equal(stop.begin(), stop.end(), r->tokens.end() - std::ptrdiff_t(stop.size()))) {
-        reason = FinishReason::kStopSequence;
-        break;
-      }
+FinishReason Scheduler::finish_reason_after(const Request& r, int32_t token) const {
+  if (r.spec.stop_at_eos && config_.eos_token_id >= 0 && token == config_.eos_token_id) return FinishReason::kEos;
+  // `token` takes the placeholder's place if there is one.
+  const auto known_end = r.tokens.end() - std::ptrdiff_t(r.token_pending);
+  const int generated = r.num_generated() - int(r.token_pending) + 1;
+  for (const auto& stop : r.spec.stop_sequences) {
+    // The stop sequence ends with `token`, the rest with the tokens generated before it.
+    if (int(stop.size()) <= generated && stop.back() == token &&
+        std::equal(stop.begin(), stop.end() - 1, known_end - std::ptrdiff_t(stop.size() - 1))) {
+      return FinishReason::kStopSequence;
     }
-    if (reason == FinishReason::kRunning && generated >= r->spec.max_new_tokens) reason = FinishReason::kMaxTokens;
   }
+  return generated >= r.spec.max_new_tokens ? FinishReason::kMaxTokens : FinishReason::kRunning;
+}
+
+FinishReason Scheduler::append_token(Request* r, int32_t token) {
+  const FinishReason reason = finish_reason_after(*r, token);  // r has no placeholder here
+  r->tokens.push_back(token);
   if (reason != FinishReason::kRunning) finish(r, reason);
   return reason;
+}
+
+Scheduler::Outlook Scheduler::outlook(const ScheduleOutput& out) const {
+  Outlook o;
+  int sampling = 0;  // entries that sample: every entry's request is running
+  for (const ScheduledEntry& e : out.entries) {
+    if (!e.samples) continue;
+    ++sampling;
+    const Request& r = *e.request;
+    if (r.num_generated() + 1 >= r.spec.max_new_tokens) continue;  // finishes by its count
+    const bool may_stop_on_value = (r.spec.stop_at_eos && config_.eos_token_id >= 0) || !r.spec.stop_sequences.empty();
+    if (may_stop_on_value) {
+      o.exact = false;
+    } else {
+      o.work_remains = true;
+    }
+  }
+  // Running requests that do not sample in `out` continue, as do waiting ones.
+  if (int(running_.size()) > sampling || !waiting_.empty()) o.work_remains = true;
+  return o;
+}
+
+void Scheduler::expect_token(Request* r, int32_t row) {
+  const bool last = r->num_generated() + 1 >= r->spec.max_new_tokens;
+  r->tokens.push_back(kPendingToken);
+  r->token_pending = true;
+  r->pending_row = row;
+  if (!last) return;
+  release_blocks(r);
+  remove_running(r);
+  r->state = RequestState::kFinishing;
+}
+
+FinishReason Scheduler::resolve_token(Request* r, int32_t token) {
+  r->tokens.pop_back();
+  r->token_pending = false;
+  r->pending_row = -1;
+  return append_token(r, token);
 }
 
 void Scheduler::finish(Request* r, FinishReason reason) {
   release_blocks(r);
   remove_running(r);
+  // A request preempted while its token was pending may finish from the queue.
+  if (auto w = std::find(waiting_.begin(), waiting_.end(), r); w != waiting_.end()) waiting_.erase(w);
   RequestResult result;
   result.id = r->spec.id;
   result.tokens.assign(r->tokens.begin() + r->prompt_len, r->tokens.end());
@@ -261,10 +306,7 @@ void Scheduler::finish(Request* r, FinishReason reason) {
 bool Scheduler::cancel(uint64_t request_id) {
   auto it = requests_.find(request_id);
   if (it == requests_.end()) return false;
-  Request* r = it->second.get();
-  auto w = std::find(waiting_.begin(), waiting_.end(), r);
-  if (w != waiting_.end()) waiting_.erase(w);
-  finish(r, FinishReason::kCancelled);
+  finish(it->second.get(), FinishReason::kCancelled);
   return true;
 }
 

@@ -9,6 +9,10 @@
 // a block and none is free, the most recently admitted running request is preempted by recompute:
 // its blocks are freed and it waits at the front of the queue with prompt + generated tokens,
 // to be computed again later; its sampling keys (seed, generated-token index) do not change.
+// Scheduling ahead: a token still being sampled stands as a placeholder (expect_token) until its
+// value is known (resolve_token); no decision here depends on a token's value, only on counts, so
+// a step scheduled with placeholders is the step scheduled with the values, unless a value ends
+// its request (outlook says when that cannot happen).
 #pragma once
 #include <cstdint>
 #include <deque>
@@ -81,6 +85,26 @@ class Scheduler {
   void commit(const ScheduleOutput& out);
   // Appends a sampled token; finishes the request (freeing `request`) when it is done.
   FinishReason append_token(Request* request, int32_t token);
+  // How `request` would finish if `token` were appended, or took its placeholder's place
+  // (kRunning: it would not).
+  FinishReason finish_reason_after(const Request& request, int32_t token) const;
+
+  // Scheduling ahead: the step `out` is computing and its tokens are not known yet.
+  // outlook: whether the next step scheduled now is the step it would be once they are known
+  // (`exact`: no sampling row of `out` can finish by a sampled value, EOS or a stop sequence; a
+  // finish by max_new_tokens is known in advance), and whether some request certainly remains to
+  // be scheduled (`work_remains`).
+  struct Outlook {
+    bool exact = true;
+    bool work_remains = false;
+  };
+  Outlook outlook(const ScheduleOutput& out) const;
+  // Row `row` of the step computing now will sample `request`'s next token: a placeholder stands
+  // for it. A request whose count that token completes stops running now and releases its blocks,
+  // as it would once the token is known (the step in flight writes them before any later step).
+  void expect_token(Request* request, int32_t row);
+  // The sampled token replaces the placeholder, then as append_token.
+  FinishReason resolve_token(Request* request, int32_t token);
 
   // Finishes an unfinished request as kCancelled, freeing its blocks (between steps only).
   bool cancel(uint64_t request_id);

@@ -29,6 +29,8 @@ json timing_to_json(const RunFigures& f) {
           {"host_waits", f.host_waits},
           {"host_idle_device_seconds", f.host_idle_device_seconds},
           {"overlapped_steps", f.overlapped_steps},
+          {"scheduled_ahead_steps", f.scheduled_ahead_steps},
+          {"discarded_rows", f.discarded_rows},
           {"graph_replays", f.graph_replays},
           {"graph_captures", f.graph_captures},
           {"host_seconds_per_step", (f.step_seconds - f.host_wait_seconds) / steps},
@@ -51,6 +53,8 @@ void timing_from_json(const std::string& file, JsonFields& f, RunFigures* out) {
   tf.get("host_waits", &out->host_waits);
   if (tf.has("host_idle_device_seconds")) tf.get("host_idle_device_seconds", &out->host_idle_device_seconds);
   if (tf.has("overlapped_steps")) tf.get("overlapped_steps", &out->overlapped_steps);
+  if (tf.has("scheduled_ahead_steps")) tf.get("scheduled_ahead_steps", &out->scheduled_ahead_steps);
+  if (tf.has("discarded_rows")) tf.get("discarded_rows", &out->discarded_rows);
   if (tf.has("graph_replays")) tf.get("graph_replays", &out->graph_replays);
   if (tf.has("graph_captures")) tf.get("graph_captures", &out->graph_captures);
   tf.get("host_rss_baseline_bytes", &out->host_rss_baseline_bytes);

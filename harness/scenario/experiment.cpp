@@ -119,6 +119,7 @@ absl::StatusOr<Experiment> run_experiment(const std::string& path, const Experim
     RunSetup setup{&e.scenario, &e.model, e.backend, o.threads, o.keep_records || o.live, report_samples};
     setup.profile = o.profile;
     setup.graphs = o.graphs;
+    setup.schedule_ahead = o.schedule_ahead;
     setup.rss_baseline_bytes = rss_baseline;
     auto run = o.live ? run_live(setup, e.workload, mode) : run_simulated(setup, e.workload, mode);
     if (o.progress) o.progress({mode, run.ok() ? e.workload.samples : 0, e.workload.samples, true});

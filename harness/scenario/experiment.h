@@ -42,6 +42,7 @@ struct ExperimentOptions {
   std::string target_model;
   bool profile = false;       // per-op timing (RunFigures::op_times)
   bool graphs = true;         // decode steps from recorded graphs (EngineConfig::graphs)
+  bool schedule_ahead = true; // EngineConfig::schedule_ahead
 };
 
 struct Experiment {

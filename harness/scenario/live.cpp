@@ -71,6 +71,7 @@ absl::StatusOr<ModeRun> run_live(const RunSetup& setup, const Workload& workload
   EngineConfig config = engine_config(sc, setup.num_threads, mode);
   config.profile = setup.profile;
   config.graphs = setup.graphs;
+  config.schedule_ahead = setup.schedule_ahead;
   auto session_or = open_session(*setup.model, *setup.backend, config, workload.arrivals, workload.samples);
   if (!session_or.ok()) return session_or.status();
   Session& session = **session_or;

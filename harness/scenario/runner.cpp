@@ -147,6 +147,8 @@ RunFigures figures_of(const Engine& engine, double wall_seconds) {
   f.host_waits = s.host_waits;
   f.host_idle_device_seconds = s.host_idle_device_seconds;
   f.overlapped_steps = s.overlapped_steps;
+  f.scheduled_ahead_steps = s.scheduled_ahead_steps;
+  f.discarded_rows = s.discarded_rows;
   f.graph_replays = s.graph_replays;
   f.graph_captures = s.graph_captures;
   for (const auto& [kind, t] : s.op_times) f.op_times.push_back({kind, t.calls, t.seconds, t.host_seconds});
@@ -208,6 +210,7 @@ absl::StatusOr<ModeRun> run_simulated(const RunSetup& setup, const Workload& wor
   EngineConfig config = engine_config(*setup.scenario, setup.num_threads, mode);
   config.profile = setup.profile;
   config.graphs = setup.graphs;
+  config.schedule_ahead = setup.schedule_ahead;
   auto session_or = open_session(*setup.model, *setup.backend, config, workload.arrivals, workload.samples);
   if (!session_or.ok()) return session_or.status();
   Session& session = **session_or;

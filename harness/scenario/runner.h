@@ -45,6 +45,7 @@ struct RunSetup {
   std::function<void(int, int)> progress;
   bool profile = false;            // per-op timing (EngineConfig::profile)
   bool graphs = true;              // EngineConfig::graphs
+  bool schedule_ahead = true;      // EngineConfig::schedule_ahead
   int64_t rss_baseline_bytes = 0;  // host RSS before any model: RunFigures::host_rss_baseline_bytes
 };
 

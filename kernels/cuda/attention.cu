@@ -187,14 +187,39 @@ int64_t chain_kernel_below_warps() {
   return int64_t(HD == 128 ? 4 : 16) * cuda::device_sm_count();
 }
 
-template <int HD>
+template <int HD, int kHalves, int kRing>
 absl::Status launch_chain(const AttnParams& params, const Extents& e, cudaStream_t stream) {
-  constexpr int kBytes = cuda::ChainLayout<HD>::kBytes;
+  constexpr int kBytes = cuda::ChainLayout<HD, kRing>::kBytes;
   static bool smem_set = false;
-  SAMEBITS_RETURN_IF_ERROR(raise_smem_limit(cuda::attention_decode_chain_kernel<HD>, kBytes, &smem_set));
+  SAMEBITS_RETURN_IF_ERROR(
+      raise_smem_limit(cuda::attention_decode_chain_kernel<HD, kHalves, kRing>, kBytes, &smem_set));
   const dim3 blocks(unsigned(e.decode_slots), unsigned(params.num_kv_heads), unsigned(params.num_seqs));
-  cuda::attention_decode_chain_kernel<HD><<<blocks, 32, kBytes, stream>>>(params, e.grid);
+  cuda::attention_decode_chain_kernel<HD, kHalves, kRing><<<blocks, 32, kBytes, stream>>>(params, e.grid);
   return cuda::check_launch("attention_decode_chain_kernel");
+}
+
+// The chain kernel with a ring of `ring` items, tiles of up to 8 rows without the mma rows 8..15
+// (kHalves = 1: 0.242 -> 0.266 of the copy floor, bench decode-burst hd=64 batch=256, H200), tiles of
+// 9..16 rows always with the shallowest ring. kAuto takes the shallowest ring (the depth measured
+// before); the deeper ones are forced by the routes kDecodeChainRing4 / 8 until the bench's
+// decode-chain-ring rows have been measured side by side (bench/cuda/NOTES.md). Speed only: every
+// configuration gives the same bits.
+template <int HD>
+absl::Status launch_chain_ring(const AttnParams& params, const Extents& e, int ring, cudaStream_t stream) {
+  if (e.grid.partial_rows > 8) return launch_chain<HD, 2, cuda::kChainRingShallow>(params, e, stream);
+  if (ring == cuda::kChainRingDeep) return launch_chain<HD, 1, cuda::kChainRingDeep>(params, e, stream);
+  if (ring == cuda::kChainRingMid) return launch_chain<HD, 1, cuda::kChainRingMid>(params, e, stream);
+  return launch_chain<HD, 1, cuda::kChainRingShallow>(params, e, stream);
+}
+
+// The ring depth a route forces on the chain kernel (0: none).
+int forced_chain_ring(AttentionRoute route) {
+  switch (route) {
+    case AttentionRoute::kDecodeChainRing2: return cuda::kChainRingShallow;
+    case AttentionRoute::kDecodeChainRing4: return cuda::kChainRingMid;
+    case AttentionRoute::kDecodeChainRing8: return cuda::kChainRingDeep;
+    default: return 0;
+  }
 }
 
 // Which kernel takes the tiles of more than 16 rows (cuda_ops.h, AttentionPrefillPlan).
@@ -251,9 +276,13 @@ absl::Status launch(const AttnParams& base, const Extents& e, AttentionRoute rou
     // Tiles of at most 8 rows (every decode tile of the launch): the kernel without mma rows 8..15.
     const bool widest = route == AttentionRoute::kDecodeKernelWide;
     const int64_t warps = e.decode_tiles * base.num_kv_heads * e.decode_slots;
-    const absl::Status st = !widest && warps < chain_kernel_below_warps<HD>() ? launch_chain<HD>(params, e, stream)
-                            : grid.partial_rows <= 8 ? launch_decode_tiles<HD, 1>(params, e, widest, stream)
-                                                     : launch_decode_tiles<HD, 2>(params, e, widest, stream);
+    const int ring = forced_chain_ring(route);
+    const absl::Status st =
+        ring > 0 ? launch_chain_ring<HD>(params, e, ring, stream)
+        : !widest && warps < chain_kernel_below_warps<HD>()
+            ? launch_chain_ring<HD>(params, e, cuda::kChainRingShallow, stream)
+        : grid.partial_rows <= 8 ? launch_decode_tiles<HD, 1>(params, e, widest, stream)
+                                 : launch_decode_tiles<HD, 2>(params, e, widest, stream);
     if (!st.ok()) return st;
   }
   if (grid.max_segments > 1) {

@@ -105,6 +105,104 @@ __device__ __forceinline__ DecodeSegment decode_segment(const AttnParams& P, boo
   return d;
 }
 
+// The decode tile of (sequence s, kv head g) as both decode kernels see it.
+struct DecodeTile {
+  int s, g, group, row0, nrows, nseg;
+  int64_t qs, q_len, context, cached;
+  bool reads_new;  // the plan reads this step's keys from k_new / v_new
+  const int32_t* table;
+};
+
+// Fills *t; false when this block has nothing to do for it: a bad layout (reported by the first
+// block's first lane), no decode tile, or no segment for slot blockIdx.x.
+__device__ __forceinline__ bool decode_tile_setup(const AttnParams& P, int s, int g, int lane, DecodeTile* t) {
+  const bool reporter = blockIdx.x == 0 && g == 0 && lane == 0;
+  if (reporter && s == 0) attention_report_bad_ends(P);
+  if (!attention_sequence_ok(P, s, reporter)) return false;
+  t->s = s;
+  t->g = g;
+  t->group = P.num_q_heads / P.num_kv_heads;
+  t->qs = P.query_start[s];
+  t->q_len = P.query_start[s + 1] - t->qs;
+  if (!decode_tile(t->q_len * t->group, &t->row0, &t->nrows)) return false;
+  t->context = P.context_lens[s];
+  t->cached = t->context - t->q_len;
+  t->reads_new = P.split_count_kind && P.separate_new_keys && t->q_len > 1;
+  t->nseg = tile_segment_count(P, t->reads_new, t->cached, t->cached + (t->row0 + t->nrows - 1) / t->group);
+  t->table = P.block_tables + int64_t(s) * P.max_blocks_per_seq;
+  return int(blockIdx.x) < t->nseg;
+}
+
+// Offset (elements) of the tile's row r in Q and in the output (query token, q head; head_dim HD).
+template <int HD>
+__device__ __forceinline__ int64_t decode_row_offset(const AttnParams& P, const DecodeTile& t, int r) {
+  const int row = t.row0 + r;
+  return ((t.qs + row / t.group) * P.num_q_heads + t.g * t.group + row % t.group) * HD;
+}
+
+// The Q tile's kQRows rows (beyond nrows: zeros) into q_s, swizzled, as one cp.async group.
+template <int HD, int kQRows>
+__device__ __forceinline__ void load_decode_q(const AttnParams& P, const DecodeTile& t, uint32_t q_s, int lane) {
+  constexpr int CH = HD / 8;
+  for (int i = lane; i < kQRows * CH; i += 32) {
+    const int r = i / CH, ch = i % CH;
+    const bool valid = r < t.nrows;
+    const bf16* src = P.q;
+    if (valid) src = P.q + decode_row_offset<HD>(P, t, r) + ch * 8;
+    cp_async_16(q_s + swizzled(r, ch, CH), src, valid);
+  }
+  cp_async_commit();
+}
+
+// Absolute positions of this lane's two rows (lane / 4 and lane / 4 + 8; -1: no such row).
+template <int kHalves>
+__device__ __forceinline__ void decode_positions(const DecodeTile& t, int lane, int64_t (&pos)[2]) {
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const int r = (lane >> 2) + h * 8;
+    pos[h] = r < t.nrows && h < kHalves ? t.cached + (t.row0 + r) / t.group : -1;
+  }
+}
+
+// The end of one segment of a decode tile (this lane's rows lane / 4 and lane / 4 + 8 of the first
+// kHalves halves, accumulators o, statistics m, l, first). One segment: the output itself (the
+// fold of a single partial is that partial). Several: the partial (l = 0 marks an empty one), for
+// attention_decode_merge_kernel.
+template <int HD, int kHalves>
+__device__ __forceinline__ void finish_decode_segment(const AttnParams& P, const DecodeGrid& grid, const DecodeTile& t,
+                                                      int c, int lane, const float (&o)[HD / 8][4],
+                                                      const float (&m)[2], const float (&l)[2],
+                                                      const bool (&first)[2]) {
+  constexpr int NTD = HD / 8;
+#pragma unroll
+  for (int h = 0; h < kHalves; ++h) {
+    const int r = (lane >> 2) + h * 8;
+    if (r >= t.nrows) continue;
+    if (t.nseg == 1) {
+      if (first[h]) continue;
+      bf16* dst = P.out + decode_row_offset<HD>(P, t, r);
+#pragma unroll
+      for (int nt = 0; nt < NTD; ++nt) {
+        const int d = nt * 8 + (lane & 3) * 2;
+        dst[d] = to_bf16(__fdiv_rn(o[nt][2 * h], l[h]));
+        dst[d + 1] = to_bf16(__fdiv_rn(o[nt][2 * h + 1], l[h]));
+      }
+      continue;
+    }
+    float* dst = P.partials + decode_partial_offset<HD>(P, grid, t.s, t.g, c, r);
+#pragma unroll
+    for (int nt = 0; nt < NTD; ++nt) {
+      const int d = nt * 8 + (lane & 3) * 2;
+      *reinterpret_cast<float2*>(dst + d) =
+          make_float2(first[h] ? 0.0f : o[nt][2 * h], first[h] ? 0.0f : o[nt][2 * h + 1]);
+    }
+    if ((lane & 3) == 0) {
+      dst[HD] = first[h] ? 0.0f : m[h];
+      dst[HD + 1] = first[h] ? 0.0f : l[h];
+    }
+  }
+}
+
 // Whether the K half of sub-block sb0 starting at key0 holds a key of [lo, hi) (else it is neither
 // copied nor multiplied), and whether the V half starting at key0 holds a key below the context.
 __device__ __forceinline__ bool k_half_needed(int64_t key0, int64_t lo, int64_t hi) {
@@ -123,39 +221,15 @@ __global__ void __launch_bounds__(32 * kWarps) attention_decode_kernel(AttnParam
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const uint32_t q_s = smem_addr(smem) + warp * L::kBytes;
   const uint32_t buffers = q_s + L::kQBytes;
-  const int g = blockIdx.y * kWarps + warp, s = blockIdx.z;
-  const bool reporter = blockIdx.x == 0 && g == 0 && lane == 0;
-  if (reporter && s == 0) attention_report_bad_ends(P);
-  if (!attention_sequence_ok(P, s, reporter)) return;
-  const int group = P.num_q_heads / P.num_kv_heads;
-  const int64_t qs = P.query_start[s];
-  const int64_t q_len = P.query_start[s + 1] - qs;
-  int row0 = 0, nrows = 0;
-  if (!decode_tile(q_len * group, &row0, &nrows)) return;
-  const int64_t context = P.context_lens[s];
-  const int64_t cached = context - q_len;
-  const bool reads_new = P.split_count_kind && P.separate_new_keys && q_len > 1;
-  const int nseg = tile_segment_count(P, reads_new, cached, cached + (row0 + nrows - 1) / group);
-  if (int(blockIdx.x) >= nseg) return;
-  const int32_t* table = P.block_tables + int64_t(s) * P.max_blocks_per_seq;
-
-  // Q tile (rows beyond nrows are zero): the first cp.async group.
-  for (int i = lane; i < kQRows * CH; i += 32) {
-    const int r = i / CH, ch = i % CH;
-    const bool valid = r < nrows;
-    const int row = row0 + r;
-    const bf16* src = P.q;
-    if (valid) src = P.q + ((qs + row / group) * P.num_q_heads + g * group + row % group) * HD + ch * 8;
-    cp_async_16(q_s + swizzled(r, ch, CH), src, valid);
-  }
-  cp_async_commit();
-
+  DecodeTile t;
+  if (!decode_tile_setup(P, int(blockIdx.z), int(blockIdx.y) * kWarps + warp, lane, &t)) return;
+  const int s = t.s, g = t.g, nseg = t.nseg;
+  const int64_t qs = t.qs, context = t.context, cached = t.cached;
+  const bool reads_new = t.reads_new;
+  const int32_t* table = t.table;
+  load_decode_q<HD, kQRows>(P, t, q_s, lane);
   int64_t pos[2];
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    const int r = (lane >> 2) + h * 8;
-    pos[h] = r < nrows && h < kHalves ? cached + (row0 + r) / group : -1;
-  }
+  decode_positions<kHalves>(t, lane, pos);
 
   // The next rows to load: part (0: K lo, 1: K hi, 2: V lo, 3: V hi) of sub-block i of segment c,
   // whose sub-blocks start at sb_first and whose keys are [lo, hi) (c >= nseg: none left).
@@ -272,36 +346,7 @@ __global__ void __launch_bounds__(32 * kWarps) attention_decode_kernel(AttnParam
       }
     }
 
-    // One segment: the output itself (the fold of a single partial is that partial). Several: the
-    // partial, stored for the merge kernel (l = 0 marks an empty one).
-#pragma unroll
-    for (int h = 0; h < kHalves; ++h) {
-      const int r = (lane >> 2) + h * 8;
-      if (r >= nrows) continue;
-      if (nseg == 1) {
-        if (first[h]) continue;
-        const int row = row0 + r;
-        bf16* dst = P.out + ((qs + row / group) * P.num_q_heads + g * group + row % group) * HD;
-#pragma unroll
-        for (int nt = 0; nt < NTD; ++nt) {
-          const int d = nt * 8 + (lane & 3) * 2;
-          dst[d] = to_bf16(__fdiv_rn(o[nt][2 * h], l[h]));
-          dst[d + 1] = to_bf16(__fdiv_rn(o[nt][2 * h + 1], l[h]));
-        }
-        continue;
-      }
-      float* dst = P.partials + decode_partial_offset<HD>(P, grid, s, g, c, r);
-#pragma unroll
-      for (int nt = 0; nt < NTD; ++nt) {
-        const int d = nt * 8 + (lane & 3) * 2;
-        *reinterpret_cast<float2*>(dst + d) =
-            make_float2(first[h] ? 0.0f : o[nt][2 * h], first[h] ? 0.0f : o[nt][2 * h + 1]);
-      }
-      if ((lane & 3) == 0) {
-        dst[HD] = first[h] ? 0.0f : m[h];
-        dst[HD + 1] = first[h] ? 0.0f : l[h];
-      }
-    }
+    finish_decode_segment<HD, kHalves>(P, grid, t, c, lane, o, m, l, first);
   }
   cp_async_wait<0>();  // nothing in flight when the warp leaves
 }

@@ -1,17 +1,26 @@
 // The decode kernel for launches of few warps (kernels/cuda/attention.cu chooses): one warp per
 // block and (segment, kv head, sequence), the K and V rows of whole sub-blocks (64 keys, 16 KiB
-// at head_dim 128) through a ring of two buffers in the order K0, V0, K1, V1, ... over all of the
+// at head_dim 128) through a ring of kRing buffers in the order K0, V0, K1, V1, ... over all of the
 // warp's segments, every step of a sub-block unrolled into straight-line code. With few warps per
 // SM a warp's own chain of copies and arithmetic is the bound, and this kernel runs it with fewer
 // waits and branches than attention_decode_kernel (attention_decode.cuh: half sub-blocks, a loop
 // over the parts, several warps per block), which is faster where many warps share an SM (large
 // batches, short contexts) and slower here (H200, bench/cuda/NOTES.md).
+// Ring depth: the deeper the ring, the more of a segment's rows are in flight at once (a 256-key
+// segment at head_dim 128 is 8 items: with kRing = 8 all of it), so that the copies' latency would
+// be paid once per segment rather than once per sub-block, where the blocks still all fit the SMs'
+// shared memory. attention.cu's automatic route keeps kRing = 2 (the depth measured before); 4 and
+// 8 are forced routes (AttentionRoute::kDecodeChainRing*) timed by the bench's decode-chain-ring
+// rows.
 // Copies: each lane first resolves two key rows through the block table (keys lane and lane + 32:
-// the table loads overlap), then the rows are copied in 16-byte cp.async chunks, CH lanes per
-// row, the row offsets passed by shuffles; keys beyond the context are zero-filled. The grid is
-// implicit, as attention_decode_kernel's. Bits: the same arithmetic (attend_scores, then
-// attend_values of attention_kernel.cuh, the same merge kernel), so the same bits; gpu_tests
-// compares every route bit for bit.
+// the table loads overlap), once per sub-block for its K and its V rows; then the rows are copied
+// in 16-byte cp.async chunks, CH lanes per row, the row offsets passed by shuffles; keys beyond the
+// context are zero-filled. The grid is implicit, as attention_decode_kernel's, and so is the set-up
+// and the end of a segment (decode_tile_setup, finish_decode_segment; the same merge kernel).
+// kHalves = 1: tiles of at most 8 rows (the mma rows 8..15 skipped, as
+// attention_decode_kernel does). Bits: the same arithmetic (attend_score_keys, attend_softmax,
+// attend_value_keys of attention_kernel.cuh), so the same bits; gpu_tests compares every route and
+// ring depth bit for bit.
 #pragma once
 #include <cstdint>
 
@@ -19,72 +28,48 @@
 
 namespace samebits::cuda {
 
-constexpr int kChainBuffers = 2;  // K or V rows of one sub-block each (the one read + one loading)
+// Ring depths (items: K or V rows of one sub-block) that attention.cu instantiates; tiles of 9..16
+// rows (prefill chunks' last tiles) take the shallowest.
+constexpr int kChainRingShallow = 2, kChainRingMid = 4, kChainRingDeep = 8;
 
-template <int HD>
+template <int HD, int kRing>
 struct ChainLayout {
   static constexpr int kRowsBytes = kAttnKeys * HD * 2;  // the K (or V) rows of a sub-block
   static constexpr int kBuffers = kDecodeRows * HD * 2;  // after the Q tile
-  static constexpr int kBytes = kBuffers + kChainBuffers * kRowsBytes;
+  static constexpr int kBytes = kBuffers + kRing * kRowsBytes;
 };
 
-template <int HD>
+template <int HD, int kHalves, int kRing>
 __global__ void __launch_bounds__(32) attention_decode_chain_kernel(AttnParams P, DecodeGrid grid) {
-  using L = ChainLayout<HD>;
+  using L = ChainLayout<HD, kRing>;
   constexpr int CH = HD / 8;             // 16-byte chunks per row
   constexpr int NTD = HD / 8;            // n8 tiles over head_dim
   constexpr int kRowsPerCopy = 32 / CH;  // key rows one warp instruction copies
   extern __shared__ __align__(128) unsigned char smem[];
   const uint32_t q_s = smem_addr(smem);
   const uint32_t buffers = q_s + L::kBuffers;
-
   const int lane = threadIdx.x;
-  const int g = blockIdx.y, s = blockIdx.z;
-  const bool reporter = blockIdx.x == 0 && g == 0 && lane == 0;
-  if (reporter && s == 0) attention_report_bad_ends(P);
-  if (!attention_sequence_ok(P, s, reporter)) return;
-  const int group = P.num_q_heads / P.num_kv_heads;
-  const int64_t qs = P.query_start[s];
-  const int64_t q_len = P.query_start[s + 1] - qs;
-  int row0 = 0, nrows = 0;
-  if (!decode_tile(q_len * group, &row0, &nrows)) return;
-  const int64_t context = P.context_lens[s];
-  const int64_t cached = context - q_len;
-  const bool reads_new = P.split_count_kind && P.separate_new_keys && q_len > 1;
-  const int nseg = tile_segment_count(P, reads_new, cached, cached + (row0 + nrows - 1) / group);
-  if (int(blockIdx.x) >= nseg) return;
-  const int32_t* table = P.block_tables + int64_t(s) * P.max_blocks_per_seq;
-
-  // Q tile (rows beyond nrows are zero): the first cp.async group.
-  for (int i = lane; i < kDecodeRows * CH; i += 32) {
-    const int r = i / CH, ch = i % CH;
-    const bool valid = r < nrows;
-    const int row = row0 + r;
-    const bf16* src = P.q;
-    if (valid) src = P.q + ((qs + row / group) * P.num_q_heads + g * group + row % group) * HD + ch * 8;
-    cp_async_16(q_s + swizzled(r, ch, CH), src, valid);
-  }
-  cp_async_commit();
-
+  DecodeTile t;
+  if (!decode_tile_setup(P, int(blockIdx.z), int(blockIdx.y), lane, &t)) return;
+  const int nseg = t.nseg;
+  load_decode_q<HD, 8 * kHalves>(P, t, q_s, lane);
   int64_t pos[2];
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    const int r = (lane >> 2) + h * 8;
-    pos[h] = r < nrows ? cached + (row0 + r) / group : -1;
-  }
+  decode_positions<kHalves>(t, lane, pos);
 
   // The next rows to load: part (0: K, 1: V) of sub-block i of segment c, whose sub-blocks start at
-  // sb_first (c >= nseg: none left). Segments without a sub-block are passed over.
+  // sb_first (c >= nseg: none left); row: this lane's two key rows of that sub-block, resolved with
+  // its K part. Segments without a sub-block are passed over.
   struct Cursor {
     int c, i, nsb, part;
     int64_t sb_first;
     bool from_new;
+    KeyRow row[2];
   };
   auto seek = [&](Cursor& k, int c) {  // the first segment >= c (in this block's stride) with keys
     k.c = c;
     k.i = k.part = k.nsb = 0;
     for (; k.c < nseg; k.c += int(gridDim.x)) {
-      const DecodeSegment d = decode_segment(P, reads_new, cached, pos, k.c);
+      const DecodeSegment d = decode_segment(P, t.reads_new, t.cached, pos, k.c);
       if (d.nsb == 0) continue;
       k.nsb = d.nsb;
       k.sb_first = d.sb_first;
@@ -100,11 +85,13 @@ __global__ void __launch_bounds__(32) attention_decode_chain_kernel(AttnParams P
   // keys l and l + 32 (resolve_key_row); each copy instruction takes its row from them by shuffles.
   auto issue = [&](int buf) {
     if (next_load.c < nseg) {
-      const int64_t sb0 = next_load.sb_first + int64_t(next_load.i) * kAttnKeys;
-      KeyRow row[2];
+      if (next_load.part == 0) {
+        const int64_t sb0 = next_load.sb_first + int64_t(next_load.i) * kAttnKeys;
 #pragma unroll
-      for (int t = 0; t < 2; ++t) {
-        row[t] = resolve_key_row(P, table, s, g, HD, qs, cached, context, next_load.from_new, sb0 + lane + 32 * t);
+        for (int h = 0; h < 2; ++h) {
+          next_load.row[h] = resolve_key_row(P, t.table, t.s, t.g, HD, t.qs, t.cached, t.context, next_load.from_new,
+                                             sb0 + lane + 32 * h);
+        }
       }
       const bf16* cache = next_load.part == 0 ? P.k_cache : P.v_cache;
       const bf16* fresh = next_load.part == 0 ? P.k_new : P.v_new;
@@ -113,9 +100,11 @@ __global__ void __launch_bounds__(32) attention_decode_chain_kernel(AttnParams P
 #pragma unroll 8
       for (int i = 0; i < kAttnKeys / kRowsPerCopy; ++i) {
         const int r = i * kRowsPerCopy + sub;
-        const bool high = r >= 32;  // the key is held in slot 1 of lane r - 32
-        const long long o = __shfl_sync(0xffffffffu, (long long)(high ? row[1].off : row[0].off), r & 31);
-        const int w = __shfl_sync(0xffffffffu, high ? row[1].where : row[0].where, r & 31);
+        const bool high = r >= 32;  // the key is held in slot 1 of lane r - 32 (values selected, not
+                                    // a reference: that put the rows in local memory)
+        const long long o =
+            __shfl_sync(0xffffffffu, (long long)(high ? next_load.row[1].off : next_load.row[0].off), r & 31);
+        const int w = __shfl_sync(0xffffffffu, high ? next_load.row[1].where : next_load.row[0].where, r & 31);
         cp_async_16(dst + swizzled(r, ch, CH), (w == 2 ? fresh : cache) + o + ch * 8, w != 0);
       }
       if (++next_load.part == 2) {
@@ -126,24 +115,24 @@ __global__ void __launch_bounds__(32) attention_decode_chain_kernel(AttnParams P
     cp_async_commit();
   };
 
-  // Items (K or V rows of one sub-block) in order n = 0, 1, ...: item n sits in buffer
-  // n % kChainBuffers; before item n is read, items up to n + kChainBuffers - 1 are issued.
+  // Items (K or V rows of one sub-block) in order n = 0, 1, ...: item n sits in buffer n % kRing;
+  // before item n is read, items up to n + kRing - 1 are issued.
   int consumed = 0;
-#pragma unroll
-  for (int b = 0; b < kChainBuffers; ++b) issue(b);
+#pragma unroll 1
+  for (int b = 0; b < kRing; ++b) issue(b);
   auto wait_item = [&]() {
-    cp_async_wait<kChainBuffers - 1>();
+    cp_async_wait<kRing - 1>();
     __syncwarp();  // the other lanes' copies (and the Q tile) are in
-    return buffers + (consumed % kChainBuffers) * L::kRowsBytes;
+    return buffers + (consumed % kRing) * L::kRowsBytes;
   };
   auto release_item = [&]() {
     __syncwarp();  // every lane is done with the buffer before it is refilled
-    issue(consumed % kChainBuffers);
+    issue(consumed % kRing);
     ++consumed;
   };
 
   for (int c = blockIdx.x; c < nseg; c += gridDim.x) {
-    const DecodeSegment cur = decode_segment(P, reads_new, cached, pos, c);
+    const DecodeSegment cur = decode_segment(P, t.reads_new, t.cached, pos, c);
     float o[NTD][4];
 #pragma unroll
     for (int nt = 0; nt < NTD; ++nt)
@@ -159,44 +148,21 @@ __global__ void __launch_bounds__(32) attention_decode_chain_kernel(AttnParams P
       for (int h = 0; h < 2; ++h) active[h] = max(cur.rg[h].begin, sb0) < min(cur.rg[h].end, sb0 + kAttnKeys);
       const bool any = __any_sync(0xffffffffu, active[0] || active[1]);
       float sc[8][4], alpha[2];
+#pragma unroll
+      for (int nt = 0; nt < 8; ++nt)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) sc[nt][e] = 0.0f;
       const uint32_t k_rows = wait_item();
-      if (any) attend_scores<HD>(q_s, 0, k_rows, SwizzledRows<HD>{}, sb0, cur.rg, active, P.scale, sc, alpha, m, l, first);
+      if (any) {
+        attend_score_keys<HD, kHalves, 0, 4>(q_s, 0, k_rows, SwizzledRows<HD>{}, sc);
+        attend_softmax<kHalves>(sb0, cur.rg, active, P.scale, sc, alpha, m, l, first);
+      }
       release_item();
       const uint32_t v_rows = wait_item();
-      if (any) attend_values<HD>(v_rows, SwizzledRows<HD>{}, sc, alpha, o);
+      if (any) attend_value_keys<HD, kHalves, 0, kAttnKeys / 16, true>(v_rows, SwizzledRows<HD>{}, sc, alpha, o);
       release_item();
     }
-
-    // One segment: the output itself (the fold of a single partial is that partial). Several: the
-    // partial, stored for the merge kernel (l = 0 marks an empty one).
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const int r = (lane >> 2) + h * 8;
-      if (r >= nrows) continue;
-      if (nseg == 1) {
-        if (first[h]) continue;
-        const int row = row0 + r;
-        bf16* dst = P.out + ((qs + row / group) * P.num_q_heads + g * group + row % group) * HD;
-#pragma unroll
-        for (int nt = 0; nt < NTD; ++nt) {
-          const int d = nt * 8 + (lane & 3) * 2;
-          dst[d] = to_bf16(__fdiv_rn(o[nt][2 * h], l[h]));
-          dst[d + 1] = to_bf16(__fdiv_rn(o[nt][2 * h + 1], l[h]));
-        }
-        continue;
-      }
-      float* dst = P.partials + decode_partial_offset<HD>(P, grid, s, g, c, r);
-#pragma unroll
-      for (int nt = 0; nt < NTD; ++nt) {
-        const int d = nt * 8 + (lane & 3) * 2;
-        *reinterpret_cast<float2*>(dst + d) =
-            make_float2(first[h] ? 0.0f : o[nt][2 * h], first[h] ? 0.0f : o[nt][2 * h + 1]);
-      }
-      if ((lane & 3) == 0) {
-        dst[HD] = first[h] ? 0.0f : m[h];
-        dst[HD + 1] = first[h] ? 0.0f : l[h];
-      }
-    }
+    finish_decode_segment<HD, kHalves>(P, grid, t, c, lane, o, m, l, first);
   }
   cp_async_wait<0>();  // nothing in flight when the warp leaves
 }

@@ -42,6 +42,10 @@ struct Runtime {
   size_t scratch_bytes[2] = {0, 0};
   std::atomic<int64_t> host_waits{0};
   std::atomic<int64_t> host_wait_ns{0};
+  // Backend::mark's two slots: an event, and the page-locked word the error mailbox is copied
+  // into right before it (created at the first mark).
+  cudaEvent_t mark_done[2] = {nullptr, nullptr};
+  DeviceError* mark_mailbox[2] = {nullptr, nullptr};
 };
 
 Runtime& runtime() {
@@ -113,6 +117,41 @@ absl::Status cuda_synchronize(const ExecContext& ctx) {
   if (r.host_mailbox->code == 0) return absl::OkStatus();
   const DeviceError e = *r.host_mailbox;
   r.host_mailbox->code = 0;
+  SAMEBITS_CUDA_TRY(cudaMemset(r.mailbox, 0, sizeof(DeviceError)));
+  return device_error_status(e);
+}
+
+void count_wait(std::chrono::steady_clock::time_point since);
+
+// The mailbox copied behind the work so far, then an event: waiting for the event alone lets the
+// work issued after the mark run on while the host reads what came before it.
+absl::Status cuda_mark(const ExecContext& ctx, int slot) {
+  Runtime& r = runtime();
+  slot &= 1;
+  if (r.mark_done[slot] == nullptr) {
+    SAMEBITS_CUDA_TRY(cudaEventCreateWithFlags(&r.mark_done[slot], cudaEventDisableTiming));
+    void* box = nullptr;
+    SAMEBITS_CUDA_TRY(cudaMallocHost(&box, sizeof(DeviceError)));
+    r.mark_mailbox[slot] = static_cast<DeviceError*>(box);
+    r.mark_mailbox[slot]->code = 0;
+  }
+  cudaStream_t stream = stream_of(ctx);
+  SAMEBITS_CUDA_TRY(cudaMemcpyAsync(r.mark_mailbox[slot], r.mailbox, sizeof(DeviceError), cudaMemcpyDeviceToHost, stream));
+  SAMEBITS_CUDA_TRY(cudaEventRecord(r.mark_done[slot], stream));
+  return absl::OkStatus();
+}
+
+absl::Status cuda_wait_mark(int slot) {
+  Runtime& r = runtime();
+  slot &= 1;
+  if (r.mark_done[slot] == nullptr) return absl::FailedPreconditionError("cuda wait_mark: the slot was never marked");
+  const auto t0 = std::chrono::steady_clock::now();
+  const cudaError_t waited = cudaEventSynchronize(r.mark_done[slot]);
+  count_wait(t0);
+  SAMEBITS_RETURN_IF_ERROR(cuda_status(waited, "cudaEventSynchronize"));
+  if (r.mark_mailbox[slot]->code == 0) return absl::OkStatus();
+  const DeviceError e = *r.mark_mailbox[slot];
+  r.mark_mailbox[slot]->code = 0;
   SAMEBITS_CUDA_TRY(cudaMemset(r.mailbox, 0, sizeof(DeviceError)));
   return device_error_status(e);
 }
@@ -261,6 +300,12 @@ void release_at_exit() {
   }
   if (r.bulk_stream != nullptr) cudaStreamDestroy(r.bulk_stream);
   r.bulk_stream = nullptr;
+  for (int i = 0; i < 2; ++i) {
+    if (r.mark_done[i] != nullptr) cudaEventDestroy(r.mark_done[i]);
+    if (r.mark_mailbox[i] != nullptr) cudaFreeHost(r.mark_mailbox[i]);
+    r.mark_done[i] = nullptr;
+    r.mark_mailbox[i] = nullptr;
+  }
 }
 
 // Starts the runtime on device 0; *why says what failed.
@@ -342,6 +387,8 @@ const Backend* make_backend(std::string* why) {
   b->kv_write = cuda_kv_write;
   b->qkv_prep = cuda_qkv_prep;
   b->busy = cuda_busy;
+  b->mark = cuda_mark;
+  b->wait_mark = cuda_wait_mark;
   b->attention = cuda_attention;
   b->argmax = cuda_argmax;
   b->sample = cuda_sample;

@@ -43,10 +43,11 @@ absl::Status cuda_fixed_expf_range(uint32_t first, int64_t n, float* out, bool p
 // every other tile too). kPrefillKernel: every tile of more than 16 rows on the wgmma prefill
 // kernel (compute capability 9.0 only, else an Unimplemented status), decode tiles as kAuto;
 // kPrefillKernelPlanted (tests only): that kernel with the scores' k16 steps over the head dim in
-// reverse order, a planted order change the bitwise tests must see. Every other route gives the
-// same bits (tests).
+// reverse order, a planted order change the bitwise tests must see. kDecodeChainRing2 / 4 / 8: the
+// decode tiles on the few-warps decode kernel with that ring depth (attention_decode_chain.cuh;
+// kAuto picks the depth from the launch). Every other route gives the same bits (tests).
 enum class AttentionRoute { kAuto, kDecodeKernel, kDecodeKernelWide, kGeneralOnly, kPrefillKernel,
-                            kPrefillKernelPlanted };
+                            kPrefillKernelPlanted, kDecodeChainRing2, kDecodeChainRing4, kDecodeChainRing8 };
 absl::Status cuda_attention_routed(const ExecContext& ctx, const AttentionArgs& args, AttentionRoute route);
 
 // Which kernel takes a call's tiles of more than 16 rows, and its launch shape. kAuto, kDecodeKernel
@@ -68,8 +69,8 @@ std::string cuda_linear_invariant_config_name(int config);
 absl::Status cuda_linear_invariant(const ExecContext& ctx, const LinearArgs& args, int config);
 // The configuration the automatic choice picks for (M, N, K).
 int cuda_linear_invariant_auto_config(int64_t M, int64_t N, int64_t K);
-// The automatic choice of main before the staged output and the L2 prefetch (2026-12-01; its
-// configurations are unchanged in this build): the benchmark's side-by-side column.
+// The automatic choice of main before the mma.sync swapped tile (2026-12-01; its configurations are
+// unchanged in this build): the benchmark's side-by-side column.
 int cuda_linear_invariant_previous_auto_config(int64_t M, int64_t N);
 // Tests only: the invariant kernel with a planted K-order change (the 64-wide k tiles summed last to
 // first), so that the configuration tests can show they see one. Hopper and aligned rows only.

@@ -19,9 +19,10 @@
 // Small M is memory-bound: rows are padded into the m16 instruction shape (zero-filled, no memory
 // traffic) and the weights are streamed through a deep cp.async pipeline by narrow column tiles.
 // On Hopper the automatic choice uses the TMA-fed wgmma kernels instead (same chain: wgmma
-// m64nNk16 steps in increasing k from +0): sm90a/linear_tma.cu's swapped tiles up to M = 64 (128
-// where they fit on the SMs at once), then sm90a/linear_cluster.cu's 2-CTA clusters of
-// 128 x 256/192/128/64 tiles sharing one operand by multicast, their output stored by TMA.
+// m64nNk16 steps in increasing k from +0; or mma.sync's m16n8k16 steps): sm90a/linear_tma.cu's
+// swapped tiles at small M, then
+// sm90a/linear_cluster.cu's 2-CTA clusters of 128 x 256/192/128/64 tiles sharing one operand by
+// multicast, their output stored by TMA.
 //
 // gate_up_silu (invariant mode) is this linear on the gate/up weights interleaved by groups of 8
 // rows, with a fused epilogue (linear_common.cuh store_gate_up): each thread holds a gate column
@@ -180,8 +181,8 @@ enum ConfigIndex { kMma16x32, kMma16x64, kMma32x64, kMma64x128, kMma128x128, kMm
                    kTmaSwap64x32, kTmaSwap64x64, kCluster256m2, kCluster256m2Lag, kCluster256n2, kCluster256,
                    kCluster192m2, kCluster192n2, kCluster128m2, kCluster128n2, kCluster128n2Lag0, kCluster64n2,
                    kTmaSwap64x16Deep, kTmaSwap64x32Deep, kTmaSwap64x64Deep, kCluster256m2Out, kCluster256n2Out,
-                   kCluster192m2Out, kCluster128m2Out, kCluster128n2Out, kCluster64n2Out,
-                   kUnaligned16x32, kConfigCount };
+                   kCluster192m2Out, kCluster128m2Out, kCluster128n2Out, kCluster64n2Out, kTmaPair64x32,
+                   kMmaSwap64x16Deep, kUnaligned16x32, kConfigCount };
 const Config kConfigs[kConfigCount] = {
     make_config<16, 32, 16, 16, 4, true, 256>("mma 16x32x256/4st/2w"),
     make_config<16, 64, 16, 16, 5, true, 128>("mma 16x64x128/5st/4w"),
@@ -217,6 +218,8 @@ const Config kConfigs[kConfigCount] = {
     cluster_config("cluster 2x(128x128) shared w, 6st, output by TMA", 128, cuda::ClusterConfig::k128m2out),
     cluster_config("cluster 2x(128x128) shared x, 6st, output by TMA", 128, cuda::ClusterConfig::k128n2out),
     cluster_config("cluster 2x(128x64) shared x, 8st, output by TMA", 64, cuda::ClusterConfig::k64n2out),
+    swapped_config("tma wgmma swapped pair 2x(w64 x m32) shared w, x64/18st", 32, cuda::TmaConfig::kPair64x32),
+    swapped_config("tma mma.sync swapped w64 x m16 x64/20st", 16, cuda::TmaConfig::kMmaSwap64x16Deep),
     make_config<16, 32, 16, 16, 4, false, 64>("mma 16x32x64/4st/2w/unaligned"),
 };
 constexpr int kUnalignedConfig = kUnaligned16x32;
@@ -293,25 +296,18 @@ struct ClusterCandidates {
   ClusterCandidate share_w[4], share_x[4];
 };
 
-// The candidates and rates of main before the staged output (2026-12-01, rates 256 columns 1,
-// 192 0.95, 128 0.85, 64 0.6); kept for the benchmark's side-by-side column.
-constexpr ClusterCandidates kPreviousClusters = {
-    {{kCluster256m2, 256, 256, 256, 1.0}, {kCluster192m2, 192, 256, 192, 0.95}, {kCluster128m2, 128, 256, 128, 0.85},
-     {kCluster64n2, 64, 128, 128, 0.6}},
-    {{kCluster256n2, 256, 128, 512, 1.0}, {kCluster192n2, 192, 128, 384, 0.95}, {kCluster128n2, 128, 128, 256, 0.85},
-     {kCluster64n2, 64, 128, 128, 0.6}}};
-// With the output stored by the copy engine.
+// The tiles with the output stored by the copy engine (but 192 columns sharing x).
 constexpr ClusterCandidates kClusters = {
     {{kCluster256m2Out, 256, 256, 256, 1.0}, {kCluster192m2Out, 192, 256, 192, 0.95},
      {kCluster128m2Out, 128, 256, 128, 0.85}, {kCluster64n2Out, 64, 128, 128, 0.6}},
     {{kCluster256n2Out, 256, 128, 512, 1.0}, {kCluster192n2, 192, 128, 384, 0.95},
      {kCluster128n2Out, 128, 128, 256, 0.85}, {kCluster64n2Out, 64, 128, 128, 0.6}}};
 
-int cluster_auto_config(int64_t M, int64_t N, const ClusterCandidates& candidates) {
+int cluster_auto_config(int64_t M, int64_t N) {
   const int64_t slots = std::max(1, multiprocessors() / 2);
   int best = -1;
   double best_time = 1e300;
-  for (const ClusterCandidate& c : M <= 128 ? candidates.share_x : candidates.share_w) {
+  for (const ClusterCandidate& c : M <= 128 ? kClusters.share_x : kClusters.share_w) {
     const int64_t cluster_tiles = cuda::ceil_div64(M, c.rows_per_cluster) * cuda::ceil_div64(N, c.columns_per_cluster);
     const double time = double(cuda::ceil_div64(cluster_tiles, slots)) * c.bn / c.rate;
     if (time < best_time) {  // ties: the wider tile
@@ -327,27 +323,45 @@ int cluster_auto_config(int64_t M, int64_t N, const ClusterCandidates& candidate
 // H200 (2026-12-01 sweep): deep is 3-10% faster at 64 blocks (N = 4096) but ~7% slower at 96
 // (N = 6144); the 64-row tiles' deep ring (twice the weight bytes in flight of the shallow one)
 // wins up to one block per SM (N = 4096 and 6144 at M = 64, N = 4096 at M = 128).
-int swapped_ring(int64_t M, int64_t N, int rows, int shallow, int deep) {
-  return 2 * cuda::ceil_div64(N, 64) * cuda::ceil_div64(M, rows) <= multiprocessors() ? deep : shallow;
+// by_waves (the current choice): also deep where its whole waves of blocks take less time than the
+// shallow ring's, whose blocks run at about half rate two to an SM once they outnumber the SMs:
+// at N = 24576 (384 blocks: 3 deep waves against 2 shallow ones) deep was 3-5% faster at M = 1..64
+// (sweep of 2026-12-01 ~15:45 UTC); at N = 6144 and 151936 the two tie by this count and shallow
+// measured faster.
+bool deep_waves_win(int64_t blocks) {
+  const int64_t sms = multiprocessors();
+  const int64_t deep = cuda::ceil_div64(blocks, sms), shallow = blocks <= sms ? 1 : 2 * cuda::ceil_div64(blocks, 2 * sms);
+  return deep < shallow;
 }
-bool swapped64_deep_fits(int64_t M, int64_t N) {
-  return cuda::ceil_div64(N, 64) * cuda::ceil_div64(M, 64) <= multiprocessors();
+int swapped_ring(int64_t M, int64_t N, int rows, int shallow, int deep, bool by_waves) {
+  const int64_t blocks = cuda::ceil_div64(N, 64) * cuda::ceil_div64(M, rows);
+  return 2 * blocks <= multiprocessors() || (by_waves && deep_waves_win(blocks)) ? deep : shallow;
+}
+bool swapped64_deep(int64_t M, int64_t N, bool by_waves) {
+  const int64_t blocks = cuda::ceil_div64(N, 64) * cuda::ceil_div64(M, 64);
+  return blocks <= multiprocessors() || (by_waves && deep_waves_win(blocks));
 }
 }  // namespace
 
 // The automatic choice, from measurements on the H200 (bench_cuda_matmul --sweep): on Hopper the
-// TMA-fed wgmma kernels everywhere: swapped (64 weight rows x 16/32/64 rows of x) while M is small
-// (and at M = 128 where 64-row tiles still fit on the SMs at once), the 2-CTA cluster kernels above
-// (cluster_auto_config).
+// TMA-fed kernels: swapped tiles (64 weight rows x 16/32/64 rows of x) while M is small (and at
+// M = 128 where 64-row tiles still fit on the SMs at once), else the 2-CTA cluster kernels
+// (cluster_auto_config). Where the weight has at most half as many 64-row tiles as there are SMs
+// (N = 4096), a tile's time is its K chain: the mma.sync 16-row tile up to M = 16 (0.96 -> 1.0 of
+// cuBLASLt at K = 4096, 0.84-0.88 -> 0.90-0.94 at K = 12288), and 32-row tiles up to M = 64 (128
+// blocks; 0.71 -> 0.81 at K = 4096, 0.79 -> 0.88 at K = 12288, against the deep 64-row tile).
 // Elsewhere the mma.sync tiles. Only speed depends on it: every configuration gives the same bits
 // (tests/gpu/test_gpu_linear.cpp).
 int cuda_linear_invariant_auto_config(int64_t M, int64_t N, int64_t /*K*/) {
   if (hopper()) {
-    if (M <= 16) return swapped_ring(M, N, 16, kTmaSwap64x16, kTmaSwap64x16Deep);
-    if (M <= 32) return swapped_ring(M, N, 32, kTmaSwap64x32, kTmaSwap64x32Deep);
-    if (M <= 128 && swapped64_deep_fits(M, N)) return kTmaSwap64x64Deep;
+    const bool few_weight_tiles = 2 * cuda::ceil_div64(N, 64) <= multiprocessors();
+    if (M <= 16 && few_weight_tiles) return kMmaSwap64x16Deep;
+    if (M <= 16) return swapped_ring(M, N, 16, kTmaSwap64x16, kTmaSwap64x16Deep, true);
+    if (M <= 32 || (M <= 64 && few_weight_tiles)) return swapped_ring(M, N, 32, kTmaSwap64x32, kTmaSwap64x32Deep, true);
+    // The wave count compares the two rings; above M = 64 the alternative is the cluster kernels.
+    if (M <= 128 && swapped64_deep(M, N, M <= 64)) return kTmaSwap64x64Deep;
     if (M <= 64) return kTmaSwap64x64;
-    return cluster_auto_config(M, N, kClusters);
+    return cluster_auto_config(M, N);
   }
   const int64_t tiles128 = cuda::ceil_div64(M, 128) * cuda::ceil_div64(N, 256);
   if (M >= 512 || (M >= 128 && tiles128 >= 96)) return kMma128x256;
@@ -357,12 +371,15 @@ int cuda_linear_invariant_auto_config(int64_t M, int64_t N, int64_t /*K*/) {
   return kMma64x128;
 }
 
+// main's choice before the mma.sync tile and the wave count (2026-12-01, 7dc3251): the benchmark's
+// side-by-side column.
 int cuda_linear_invariant_previous_auto_config(int64_t M, int64_t N) {
   if (!hopper()) return cuda_linear_invariant_auto_config(M, N, 0);
-  if (M <= 16) return kTmaSwap64x16;
-  if (M <= 32) return kTmaSwap64x32;
-  if (M <= 64) return N > 4096 ? kTmaSwap64x64 : kTmaSwap64x32;
-  return cluster_auto_config(M, N, kPreviousClusters);
+  if (M <= 16) return swapped_ring(M, N, 16, kTmaSwap64x16, kTmaSwap64x16Deep, false);
+  if (M <= 32) return swapped_ring(M, N, 32, kTmaSwap64x32, kTmaSwap64x32Deep, false);
+  if (M <= 128 && swapped64_deep(M, N, false)) return kTmaSwap64x64Deep;
+  if (M <= 64) return kTmaSwap64x64;
+  return cluster_auto_config(M, N);
 }
 
 namespace {

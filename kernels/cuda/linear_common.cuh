@@ -162,9 +162,12 @@ absl::Status launch_wgmma_linear(const LinearParams& p, int bm, cudaStream_t str
 // The TMA-fed warp-specialised wgmma kernels (sm90a/linear_tma.cu, sm_90a only): A x B tiles of
 // 128 x 256 or 128 x 128 (A = x), or swapped (A = w: 64 weight rows x 16/32/64 rows of x, for small M).
 // "Deep": the swapped tiles with a ring of about 200 KiB (one block per SM, twice to three times the
-// weight bytes in flight) for shapes whose blocks do not fill the SMs twice.
+// weight bytes in flight) for shapes whose blocks do not fill the SMs twice; "MmaSwap": the deep
+// 16-row one with mma.sync consumers (a shorter dependent step). "Pair": deep swapped 64 x 32 tiles
+// computed by 2-CTA clusters, the two CTAs taking neighbouring x tiles of one weight tile and
+// sharing the weight box by multicast (twice the SMs on the weights, each weight byte read once).
 enum class TmaConfig { k128x256, k128x128, kSwap64x16, kSwap64x32, kSwap64x64, kSwap64x16Deep, kSwap64x32Deep,
-                       kSwap64x64Deep };
+                       kSwap64x64Deep, kPair64x32, kMmaSwap64x16Deep };
 absl::Status launch_tma_linear(const LinearParams& p, TmaConfig config, cudaStream_t stream);
 // The cluster kernels (sm90a/linear_cluster.cu, sm_90a only): 128 x BN tiles (A = x) computed by
 // 2-CTA clusters sharing the weight tile (m2: two row tiles) or the activation tile (n2: two column

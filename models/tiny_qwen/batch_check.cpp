@@ -1,5 +1,7 @@
 #include "models/tiny_qwen/batch_check.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 
 namespace samebits {
@@ -60,6 +62,27 @@ absl::Status check_forward_batch(const ForwardBatch& b, const ModelConfig& confi
   for (size_t r = 0; r < b.logit_rows.size(); ++r) {
     if (b.logit_rows[r] < 0 || b.logit_rows[r] >= T) {
       return bad(absl::StrCat("logit_rows[", r, "] = ", b.logit_rows[r], " is outside [0, ", T, ")"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status check_fed_tokens(const ForwardBatch& b, int64_t previous_sampled_rows) {
+  if (b.fed_tokens.size() != b.fed_from.size()) {
+    return bad(absl::StrCat("fed_tokens has ", b.fed_tokens.size(), " entries but fed_from ", b.fed_from.size()));
+  }
+  const int64_t T = int64_t(b.tokens.size());
+  for (size_t j = 0; j < b.fed_tokens.size(); ++j) {
+    const int32_t t = b.fed_tokens[j];
+    if (t < 0 || t >= T || (j > 0 && t <= b.fed_tokens[j - 1])) {
+      return bad(absl::StrCat("fed_tokens[", j, "] = ", t, " is not an increasing index in [0, ", T, ")"));
+    }
+  }
+  for (size_t j = 0; j < b.fed_from.size(); ++j) {
+    const int32_t from = b.fed_from[j];
+    if (from < 0 || from >= previous_sampled_rows) {
+      return bad(absl::StrCat("fed_from[", j, "] = ", from, " is not a row the previous step sampled (",
+                              std::max<int64_t>(previous_sampled_rows, 0), " rows)"));
     }
   }
   return absl::OkStatus();

@@ -39,19 +39,10 @@
 #include "kernels/fixed_math.h"
 #include "kernels/op_timer.h"
 #include "models/tiny_qwen/batch_check.h"
-#include "models/tiny_qwen/device_buffer.h"
-#include "models/tiny_qwen/device_weights.h"
-
-#define SAMEBITS_RETURN_IF_ERROR(expr)    \
-  do {                                    \
-    absl::Status _status = (expr);        \
-    if (!_status.ok()) return _status;    \
-  } while (0)
+#include "models/tiny_qwen/model_impl.h"
 
 namespace samebits {
 namespace {
-
-size_t align8(size_t n) { return (n + 7) / 8 * 8; }
 
 class Stopwatch {
  public:
@@ -74,97 +65,8 @@ absl::Status grow(const Backend& backend, DeviceBuffer* buf, size_t bytes, uint6
 
 }  // namespace
 
-// Activation buffers, sized for the largest batch seen so far and reused: no allocation in a
-// step unless the batch outgrows them.
-struct Scratch {
-  DeviceBuffer resid, normed, qkv, q, k, v, attn, delta, gate_up, act;  // per token
-  DeviceBuffer gathered, logits, sampled;                           // per logit row
-  DeviceBuffer meta;                                                // the batch's index arrays
-};
 
-// What a recorded forward pass depends on besides the model: the padded batch shape (tokens =
-// sequences for decode, block table width) and the attention plan.
-struct GraphKey {
-  int mode = 0;
-  int64_t tokens = 0;
-  int blocks_per_seq = 0;
-  int plan_kind = 0, split_count = 0, split_size = 0;
-  bool separate_new_keys = false;
-  auto tie() const {
-    return std::tie(mode, tokens, blocks_per_seq, plan_kind, split_count, split_size, separate_new_keys);
-  }
-  bool operator<(const GraphKey& o) const { return tie() < o.tie(); }
-};
-
-struct RecordedGraph {
-  void* exec = nullptr;
-  uint64_t buffer_epoch = 0, backend_epoch = 0;  // the memory it was recorded with
-};
-
-struct Model::Impl {
-  ~Impl() { drop_graphs(); }
-  const Backend* backend = nullptr;
-  ModelConfig config;
-  KvCacheShape kv;
-  uint64_t digest = 0;
-  DeviceWeights weights;
-  DeviceBuffer rope_table;
-  DeviceBuffer kv_cache;  // [layer][k|v][num_blocks, block_size, kv_heads, head_dim]
-  Scratch scratch;
-  uint64_t buffer_epoch = 0;  // bumped whenever a scratch buffer moves
-  HostStaging meta_host;      // the batch's index arrays on their way up
-  HostStaging out_host;       // sampled tokens and observed logits rows on their way back
-  int64_t last_logit_rows = -1;
-  int64_t pending_tokens = -1, pending_rows = -1;  // a begun step's sampled rows and copied logits rows
-  // Recorded decode graphs.
-  bool graphs_on = true;
-  std::map<GraphKey, RecordedGraph> graphs;
-  std::set<GraphKey> graph_seen, graph_failed;
-  ForwardBatch padded;
-  Model::GraphStats graph_stats;
-  SetupTimes setup;
-  OpObserver observer;  // optional (explain); empty in normal runs
-
-  // Hands one op's output to the observer, after the backend finished it.
-  absl::Status observe(const ExecContext& ctx, int layer, ModelOp op, const void* data, int64_t rows, int64_t cols,
-                       bool fp32, std::string plan, const AttentionPlan* attention_plan = nullptr) const {
-    SAMEBITS_RETURN_IF_ERROR(backend->synchronize(ctx));
-    observer(OpOutput{layer, op, data, rows, cols, fp32, std::move(plan), attention_plan});
-    return absl::OkStatus();
-  }
-  // Op kinds named by what they compute; linear kinds by projection and weight shape (N x K).
-  enum LinearKind { kQkv, kO, kGateUp, kDown, kLmHead, kLinearKinds };
-  std::string linear_kind[kLinearKinds];
-
-  bf16* k_cache(int layer) const { return kv_cache.as<bf16>() + (2 * int64_t(layer)) * kv_layer_elems(); }
-  bf16* v_cache(int layer) const { return kv_cache.as<bf16>() + (2 * int64_t(layer) + 1) * kv_layer_elems(); }
-  int64_t kv_layer_elems() const {
-    return int64_t(kv.num_blocks) * kv.block_size * config.num_kv_heads * config.head_dim;
-  }
-  absl::Status reserve(int64_t tokens, int64_t rows, size_t meta_bytes);
-  absl::Status enqueue_forward(const ExecContext& ctx, const ForwardBatch& batch);
-  absl::Status enqueue_compute(const ExecContext& ctx, const ForwardBatch& batch, const size_t* offsets);
-  bool graph_key(const ExecContext& ctx, const ForwardBatch& batch, GraphKey* key) const;
-  void pad_batch(const ForwardBatch& batch, const GraphKey& key);
-  absl::Status run_graph(const ExecContext& ctx, const ForwardBatch& batch, const GraphKey& key, const size_t* offsets);
-  void drop_graphs() {
-    for (auto& [key, g] : graphs) backend->graph_free(g.exec);
-    graphs.clear();
-  }
-  // Copies backend memory to host memory: async into out_host where the backend can (ready after
-  // the next synchronize), else at once.
-  absl::Status copy_back(const ExecContext& ctx, void* host, const void* src, size_t bytes) const {
-    if (backend->download_async != nullptr) return backend->download_async(ctx, host, src, bytes);
-    return backend->download(host, src, bytes);
-  }
-  absl::Status qkv_prep_observed(const ExecContext& ctx, const QkvPrepArgs& prep, int layer, int64_t T,
-                                 const std::string& plan) const;
-  absl::Status run_layers(const ExecContext& ctx, const ForwardBatch& batch, const int32_t* d_tokens,
-                          const int32_t* d_positions, const int64_t* d_slots, const int32_t* d_query_start,
-                          const int32_t* d_context_lens, const int32_t* d_block_tables);
-};
-
-absl::Status Model::Impl::reserve(int64_t tokens, int64_t rows, size_t meta_bytes) {
+absl::Status Model::Impl::reserve(int64_t tokens, int64_t rows, size_t meta_bytes, DeviceBuffer* retired_sampled) {
   const Backend& b = *backend;
   const size_t H = size_t(config.hidden_size), I = size_t(config.intermediate_size);
   const size_t q_dim = size_t(config.num_heads) * size_t(config.head_dim);
@@ -177,43 +79,12 @@ absl::Status Model::Impl::reserve(int64_t tokens, int64_t rows, size_t meta_byte
                             {&s.delta, T * H * e}, {&s.gate_up, 2 * T * I * e}, {&s.act, T * I * e},
                             {&s.gathered, R * H * e}, {&s.logits, R * size_t(config.vocab_size) * sizeof(float)},
                             {&s.sampled, R * sizeof(int32_t)}, {&s.meta, meta_bytes}}) {
+    if (buf == &s.sampled && retired_sampled != nullptr && buf->bytes() < bytes) *retired_sampled = std::move(*buf);
     SAMEBITS_RETURN_IF_ERROR(grow(b, buf, bytes, &buffer_epoch));
   }
   return absl::OkStatus();
 }
 
-// qkv_prep one stage per call, each stage's outputs handed to the observer in the unfused op order.
-absl::Status Model::Impl::qkv_prep_observed(const ExecContext& ctx, const QkvPrepArgs& prep, int layer, int64_t T,
-                                            const std::string& plan) const {
-  const Backend& b = *backend;
-  const int64_t q_dim = int64_t(prep.num_q_heads) * prep.head_dim, kv_dim = int64_t(prep.num_kv_heads) * prep.head_dim;
-  QkvPrepArgs split = prep;
-  split.q_norm = split.k_norm = nullptr, split.positions = nullptr, split.k_cache = split.v_cache = nullptr;
-  SAMEBITS_RETURN_IF_ERROR(b.qkv_prep(ctx, split));
-  for (auto [op, y, cols] : {std::tuple{ModelOp::kQProj, prep.q, q_dim}, {ModelOp::kKProj, prep.k, kv_dim},
-                             {ModelOp::kVProj, prep.v, kv_dim}}) {
-    SAMEBITS_RETURN_IF_ERROR(observe(ctx, layer, op, y, T, cols, false, plan));
-  }
-  // The later stages run in place on the dense outputs.
-  QkvPrepArgs stage = split;
-  stage.q_in = prep.q, stage.k_in = prep.k, stage.v_in = prep.v, stage.q_stride = q_dim, stage.kv_stride = kv_dim;
-  if (prep.q_norm != nullptr) {
-    QkvPrepArgs norm = stage;
-    norm.q_norm = prep.q_norm, norm.k_norm = prep.k_norm, norm.q_plan = prep.q_plan, norm.k_plan = prep.k_plan;
-    SAMEBITS_RETURN_IF_ERROR(b.qkv_prep(ctx, norm));
-    SAMEBITS_RETURN_IF_ERROR(observe(ctx, layer, ModelOp::kQNorm, prep.q, T, q_dim, false, prep.q_plan.describe()));
-    SAMEBITS_RETURN_IF_ERROR(observe(ctx, layer, ModelOp::kKNorm, prep.k, T, kv_dim, false, prep.k_plan.describe()));
-  }
-  QkvPrepArgs rope = stage;
-  rope.positions = prep.positions;
-  SAMEBITS_RETURN_IF_ERROR(b.qkv_prep(ctx, rope));
-  SAMEBITS_RETURN_IF_ERROR(observe(ctx, layer, ModelOp::kRopeQ, prep.q, T, q_dim, false, ""));
-  SAMEBITS_RETURN_IF_ERROR(observe(ctx, layer, ModelOp::kRopeK, prep.k, T, kv_dim, false, ""));
-  QkvPrepArgs write = stage;
-  write.slot_mapping = prep.slot_mapping, write.k_cache = prep.k_cache, write.v_cache = prep.v_cache;
-  write.num_slots = prep.num_slots;
-  return b.qkv_prep(ctx, write);
-}
 
 absl::Status Model::Impl::run_layers(const ExecContext& ctx, const ForwardBatch& batch, const int32_t* d_tokens,
                                      const int32_t* d_positions, const int64_t* d_slots,
@@ -504,6 +375,7 @@ absl::Status Model::Impl::enqueue_forward(const ExecContext& ctx, const ForwardB
   const Backend& b = *backend;
   last_logit_rows = -1;
   SAMEBITS_RETURN_IF_ERROR(check_forward_batch(batch, config, kv));
+  SAMEBITS_RETURN_IF_ERROR(check_fed_tokens(batch, last_sampled_rows));
   GraphKey key;
   const bool as_graph = graph_key(ctx, batch, &key);
   if (as_graph) pad_batch(batch, key);
@@ -511,32 +383,47 @@ absl::Status Model::Impl::enqueue_forward(const ExecContext& ctx, const ForwardB
   const int64_t T = int64_t(run.tokens.size());
   const int64_t R = int64_t(run.logit_rows.size());
 
-  // One upload for every index array: [slots i64 | tokens | positions | query_start | context_lens
-  // | block_tables | logit_rows], each section 8-byte aligned.
+  // One upload for every index array (MetaSection); the feed's sections only when tokens are fed.
+  const bool fed = !batch.fed_tokens.empty();
+  if (fed) build_feed(batch);
   auto bytes_of = [](const auto& v) { return align8(v.size() * sizeof(v[0])); };
-  size_t offsets[7];
+  size_t offsets[kMetaSections] = {};
   size_t total = 0;
   auto sections = std::make_tuple(&run.slot_mapping, &run.tokens, &run.positions, &run.query_start,
-                                  &run.context_lens, &run.block_tables, &run.logit_rows);
+                                  &run.context_lens, &run.block_tables, &run.logit_rows, &batch.fed_from,
+                                  &feed_ids, &feed_sources);
+  auto uploaded = [&](int section) { return section <= kLogitRows || fed; };
   int index = 0;
-  std::apply([&](auto*... v) { ((offsets[index++] = total, total += bytes_of(*v)), ...); }, sections);
-  SAMEBITS_RETURN_IF_ERROR(reserve(T, R, total));
-  // The previous step's copies finished at its synchronize: the staging buffer is free.
-  SAMEBITS_RETURN_IF_ERROR(meta_host.reserve(b, total));
+  std::apply([&](auto*... v) {
+    ((offsets[index] = total, total += uploaded(index) ? bytes_of(*v) : 0, ++index), ...);
+  }, sections);
+  // The previous step's sampled tokens stay readable until the feed has been issued, even when
+  // its buffer must grow now (the old one is freed at the end of this call, after the device is
+  // done with it: Backend::free waits for the device).
+  const int32_t* previous_sampled = scratch.sampled.as<int32_t>();
+  DeviceBuffer retired_sampled;
+  SAMEBITS_RETURN_IF_ERROR(reserve(T, R, total, fed ? &retired_sampled : nullptr));
+  // This parity's staging was last read by the step before the previous one, which has finished.
+  HostStaging& staging = meta_host[steps_begun % 2];
+  SAMEBITS_RETURN_IF_ERROR(staging.reserve(b, total));
   index = 0;
   std::apply([&](auto*... v) {
     // An empty section may have no storage (data() null): memcpy must not see it even for 0 bytes.
     auto copy = [&](auto* section) {
-      const size_t at = offsets[index++];
-      if (!section->empty()) std::memcpy(meta_host.as<uint8_t>() + at, section->data(), section->size() * sizeof((*section)[0]));
+      if (!section->empty() && uploaded(index)) {
+        std::memcpy(staging.as<uint8_t>() + offsets[index], section->data(), section->size() * sizeof((*section)[0]));
+      }
+      ++index;
     };
     (copy(v), ...);
   }, sections);
   {
     OpScope scope(ctx, "batch upload");
-    SAMEBITS_RETURN_IF_ERROR(b.upload_async != nullptr ? b.upload_async(ctx, scratch.meta.as<void>(), meta_host.as<void>(), total)
-                                                       : b.upload(scratch.meta.as<void>(), meta_host.as<void>(), total));
+    SAMEBITS_RETURN_IF_ERROR(b.upload_async != nullptr ? b.upload_async(ctx, scratch.meta.as<void>(), staging.as<void>(), total)
+                                                       : b.upload(scratch.meta.as<void>(), staging.as<void>(), total));
   }
+  if (fed) SAMEBITS_RETURN_IF_ERROR(feed_tokens(ctx, batch, previous_sampled, offsets));
+  last_sampled_rows = -1;  // a later batch may feed only from the step this forward begins
   if (as_graph) {
     SAMEBITS_RETURN_IF_ERROR(run_graph(ctx, run, key, offsets));
   } else {
@@ -620,107 +507,6 @@ absl::Status Model::forward(const ExecContext& ctx, const ForwardBatch& batch, s
   return m.backend->download(logits->data(), m.scratch.logits.as<void>(), logits->size() * sizeof(float));
 }
 
-namespace {
-
-absl::Status check_sample_rows(int64_t wanted, int64_t last_logit_rows) {
-  if (last_logit_rows < 0 || wanted != last_logit_rows) {
-    return absl::FailedPreconditionError(absl::StrCat("model.sample: ", wanted, " sampling rows but the last forward produced ",
-                                                      last_logit_rows < 0 ? 0 : last_logit_rows, " logit rows"));
-  }
-  return absl::OkStatus();
-}
-
-}  // namespace
-
-absl::Status Model::sample(const ExecContext& ctx, std::span<const SamplingRow> rows, std::vector<int32_t>* tokens) {
-  SAMEBITS_RETURN_IF_ERROR(sample_enqueue(ctx, rows, {}));
-  return forward_sample_finish(ctx, tokens, nullptr);
-}
-
-// The sample op on the logits still in backend memory, then the tokens and the wanted logits rows
-// copied back behind it; forward_sample_finish waits for all of it once.
-absl::Status Model::sample_enqueue(const ExecContext& ctx, std::span<const SamplingRow> rows,
-                                   std::span<const int32_t> host_rows) {
-  Impl& m = *impl_;
-  const Backend& b = *m.backend;
-  m.pending_tokens = m.pending_rows = -1;
-  SAMEBITS_RETURN_IF_ERROR(check_sample_rows(int64_t(rows.size()), m.last_logit_rows));
-  const size_t V = size_t(m.config.vocab_size);
-  for (int32_t r : host_rows) {
-    if (r < 0 || r >= m.last_logit_rows) {
-      return absl::InvalidArgumentError(absl::StrCat("model.forward_sample: host row ", r, " outside the ",
-                                                     m.last_logit_rows, " logit rows"));
-    }
-  }
-  // A step that samples nothing still ends with its wait (in finish): the next step reuses the
-  // staging buffers its async copies read, and device-side errors are reported at the step that
-  // made them.
-  m.pending_tokens = int64_t(rows.size()), m.pending_rows = int64_t(host_rows.size());
-  if (rows.empty()) return absl::OkStatus();
-  SampleArgs a;
-  a.logits = m.scratch.logits.as<float>(), a.rows = int64_t(rows.size()), a.vocab = m.config.vocab_size;
-  a.params = rows.data(), a.out = m.scratch.sampled.as<int32_t>();
-  {
-    OpScope scope(ctx, "sampling");
-    SAMEBITS_RETURN_IF_ERROR(b.sample(ctx, a));
-  }
-  // out_host: [tokens | logits rows], the logits 8-byte aligned.
-  const size_t token_bytes = align8(rows.size() * sizeof(int32_t));
-  SAMEBITS_RETURN_IF_ERROR(m.out_host.reserve(b, token_bytes + host_rows.size() * V * sizeof(float)));
-  float* host_logits = reinterpret_cast<float*>(m.out_host.as<uint8_t>() + token_bytes);
-  {
-    OpScope scope(ctx, "tokens copy");
-    SAMEBITS_RETURN_IF_ERROR(m.copy_back(ctx, m.out_host.as<void>(), a.out, rows.size() * sizeof(int32_t)));
-  }
-  if (!host_rows.empty()) {
-    OpScope scope(ctx, "logits copy (observed rows)");
-    for (size_t i = 0; i < host_rows.size(); ++i) {
-      // Consecutive rows travel in one copy.
-      const int32_t r = host_rows[i];
-      size_t n = 1;
-      while (i + n < host_rows.size() && host_rows[i + n] == r + int32_t(n)) ++n;
-      SAMEBITS_RETURN_IF_ERROR(m.copy_back(ctx, host_logits + i * V, m.scratch.logits.as<float>() + size_t(r) * V,
-                                           n * V * sizeof(float)));
-      i += n - 1;
-    }
-  }
-  return absl::OkStatus();
-}
-
-absl::Status Model::forward_sample_finish(const ExecContext& ctx, std::vector<int32_t>* tokens,
-                                          std::vector<float>* logits) {
-  Impl& m = *impl_;
-  if (m.pending_tokens < 0) return absl::FailedPreconditionError("model.forward_sample_finish: no step was begun");
-  const size_t rows = size_t(m.pending_tokens), host_rows = size_t(m.pending_rows), V = size_t(m.config.vocab_size);
-  m.pending_tokens = m.pending_rows = -1;
-  tokens->resize(rows);
-  if (logits != nullptr) logits->resize(host_rows * V);
-  {
-    OpScope scope(ctx, "step wait");
-    SAMEBITS_RETURN_IF_ERROR(m.backend->synchronize(ctx));
-  }
-  if (rows == 0) return absl::OkStatus();
-  const size_t token_bytes = align8(rows * sizeof(int32_t));
-  std::memcpy(tokens->data(), m.out_host.as<void>(), rows * sizeof(int32_t));
-  if (logits != nullptr && host_rows > 0) {
-    std::memcpy(logits->data(), m.out_host.as<uint8_t>() + token_bytes, host_rows * V * sizeof(float));
-  }
-  return absl::OkStatus();
-}
-
-absl::Status Model::forward_sample_begin(const ExecContext& ctx, const ForwardBatch& batch,
-                                         std::span<const SamplingRow> rows, std::span<const int32_t> host_rows) {
-  impl_->pending_tokens = -1;
-  SAMEBITS_RETURN_IF_ERROR(impl_->enqueue_forward(ctx, batch));
-  return sample_enqueue(ctx, rows, host_rows);
-}
-
-absl::Status Model::forward_sample(const ExecContext& ctx, const ForwardBatch& batch, std::span<const SamplingRow> rows,
-                                   std::span<const int32_t> host_rows, std::vector<int32_t>* tokens,
-                                   std::vector<float>* logits) {
-  SAMEBITS_RETURN_IF_ERROR(forward_sample_begin(ctx, batch, rows, host_rows));
-  return forward_sample_finish(ctx, tokens, logits);
-}
 
 void Model::set_graphs(bool on) {
   impl_->graphs_on = on;

@@ -34,6 +34,11 @@ struct ForwardBatch {
   std::vector<int32_t> block_tables;  // [S * max_blocks_per_seq], unused entries 0
   int max_blocks_per_seq = 0;
   std::vector<int32_t> logit_rows;    // token indices whose logits are wanted, in output order
+  // Tokens not known on the host yet: tokens[fed_tokens[j]] is the token that the previous
+  // forward_sample_begin sampled at its row fed_from[j] (still in backend memory; tokens[] holds
+  // any valid id there). Strictly increasing token indices; empty: every token is in tokens[].
+  std::vector<int32_t> fed_tokens;
+  std::vector<int32_t> fed_from;
 };
 
 // Where a model's set-up time went (host wall clock, seconds).
@@ -78,6 +83,8 @@ class Model {
   // forward_sample in two halves: begin enqueues the whole step (forward, sampling, the copies
   // back) and returns without waiting; finish waits once and hands over the tokens and logits rows.
   // Host work between the two runs while the device computes. rows must stay untouched until finish.
+  // Two steps may be in flight: begin, begin (the second may feed on the first's sampled tokens),
+  // then each finish hands over the oldest unfinished step, waiting for that step only.
   absl::Status forward_sample_begin(const ExecContext& ctx, const ForwardBatch& batch,
                                     std::span<const SamplingRow> rows, std::span<const int32_t> host_rows);
   absl::Status forward_sample_finish(const ExecContext& ctx, std::vector<int32_t>* tokens, std::vector<float>* logits);

@@ -4,8 +4,9 @@
 // decode vs prefill, prefix-cache hits, block tables, block sizes, or the other sequences of the
 // batch and its row in it. Contexts of 560 keys cross the 256-key split boundary twice. Default
 // mode must be SEEN to differ (split count from the batch; cached/new keys merged separately).
-// The CUDA backend's two kernel routes for a sequence's last tile of 1..16 rows (one warp per
-// segment, in blocks of one or more warps, or the 64-row kernel) must give the same bits under
+// The CUDA backend's kernel routes for a sequence's last tile of 1..16 rows (one warp per segment,
+// in blocks of one or more warps or in the few-warps kernel at each ring depth; or the 64-row
+// kernel) must give the same bits under
 // every plan, with launches sized from host mirrors or from shape bounds; a bad layout without host
 // mirrors is reported by the device.
 #include <gtest/gtest.h>
@@ -263,6 +264,15 @@ TEST(GpuAttention, DecodeKernelEqualsGeneralKernelBitwise) {
         // Blocks of up to 8 warps, as large batches get.
         o.attention = attention_routed<AttentionRoute::kDecodeKernelWide>;
         auto wide = route_step_g(*gpu, shape, seqs, cached, o);
+        // The few-warps decode kernel at each ring depth (kAuto picks one by the launch's size).
+        std::vector<absl::StatusOr<std::vector<std::vector<bf16>>>> rings;
+        for (auto ring : {attention_routed<AttentionRoute::kDecodeChainRing2>,
+                          attention_routed<AttentionRoute::kDecodeChainRing4>,
+                          attention_routed<AttentionRoute::kDecodeChainRing8>}) {
+          o.attention = ring;
+          rings.push_back(route_step_g(*gpu, shape, seqs, cached, o));
+          ASSERT_TRUE(rings.back().ok()) << rings.back().status();
+        }
         o.attention = attention_routed<AttentionRoute::kGeneralOnly>;
         auto general = route_step_g(*gpu, shape, seqs, cached, o);
         ASSERT_TRUE(automatic.ok()) << automatic.status();
@@ -281,6 +291,11 @@ TEST(GpuAttention, DecodeKernelEqualsGeneralKernelBitwise) {
           const int64_t at_wide = first_diff((*general)[i], (*wide)[i]);
           EXPECT_EQ(at_wide, -1) << "sequence " << i << " on the decode kernel's widest blocks: first difference at "
                                  << "element " << at_wide;
+          for (size_t k = 0; k < rings.size(); ++k) {
+            const int64_t at_ring = first_diff((*general)[i], (*rings[k])[i]);
+            EXPECT_EQ(at_ring, -1) << "sequence " << i << " on the chain kernel with ring " << (2 << k)
+                                   << ": first difference at element " << at_ring;
+          }
           const int64_t at_bounded = first_diff((*general)[i], (*bounded)[i]);
           EXPECT_EQ(at_bounded, -1) << "sequence " << i << " without host mirrors: first difference at element "
                                     << at_bounded;

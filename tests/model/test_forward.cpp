@@ -196,6 +196,48 @@ TEST(Forward, GreedySampleIsTheArgmaxOfTheLogits) {
   EXPECT_NE(std::string(s.message()).find("3 sampling rows"), std::string::npos) << s;
 }
 
+// Step 2 begun before step 1 is finished, its tokens fed on the backend from step 1's sampled
+// rows (in another order), gives the logits of step 2 run with those tokens given.
+TEST(Forward, FedTokensAreTheTokensThePreviousStepSampled) {
+  Fixture f("tiny");
+  const std::vector<int32_t> a = some_tokens(12, 8, f.config.vocab_size), b = some_tokens(9, 9, f.config.vocab_size);
+  const std::vector<SamplingRow> rows(2);
+  const std::vector<int32_t> both = {0, 1};
+  ExecContext ctx;
+  ASSERT_TRUE(f.model->forward_sample_begin(ctx, make_batch({{&a, 0, 12, 0, false}, {&b, 0, 9, 4, false}}), rows, {}).ok());
+  std::vector<int32_t> next_a = a, next_b = b;
+  next_a.push_back(0), next_b.push_back(0);  // placeholders
+  ForwardBatch decode = make_batch({{&next_b, 9, 1, 4, false}, {&next_a, 12, 1, 0, false}});
+  decode.fed_tokens = {0, 1};
+  decode.fed_from = {1, 0};  // b was row 1 of the step before, a row 0
+  ASSERT_TRUE(f.model->forward_sample_begin(ctx, decode, rows, both).ok());
+  std::vector<int32_t> sampled, decode_tokens;
+  std::vector<float> fed_logits;
+  ASSERT_TRUE(f.model->forward_sample_finish(ctx, &sampled, nullptr).ok());
+  ASSERT_TRUE(f.model->forward_sample_finish(ctx, &decode_tokens, &fed_logits).ok());
+  ASSERT_EQ(sampled.size(), 2u);
+  next_a.back() = sampled[0], next_b.back() = sampled[1];
+  const std::vector<float> given = f.run(Mode::kInvariant, make_batch({{&next_b, 9, 1, 4, false}, {&next_a, 12, 1, 0, false}}));
+  ASSERT_EQ(given.size(), fed_logits.size());
+  EXPECT_EQ(std::memcmp(given.data(), fed_logits.data(), given.size() * sizeof(float)), 0);
+  // The inverse: fed from the wrong rows, the logits differ (the two sampled tokens differ here).
+  ASSERT_NE(sampled[0], sampled[1]);
+  ASSERT_TRUE(f.model->forward_sample_begin(ctx, make_batch({{&a, 0, 12, 0, false}, {&b, 0, 9, 4, false}}), rows, {}).ok());
+  decode.fed_from = {0, 1};
+  ASSERT_TRUE(f.model->forward_sample_begin(ctx, decode, rows, both).ok());
+  std::vector<float> swapped;
+  ASSERT_TRUE(f.model->forward_sample_finish(ctx, &sampled, nullptr).ok());
+  ASSERT_TRUE(f.model->forward_sample_finish(ctx, &decode_tokens, &swapped).ok());
+  EXPECT_NE(std::memcmp(given.data(), swapped.data(), given.size() * sizeof(float)), 0);
+  // A third step may not be begun while two are in flight.
+  ASSERT_TRUE(f.model->forward_sample_begin(ctx, make_batch({{&a, 0, 12, 0, false}}), {rows.data(), 1}, {}).ok());
+  ASSERT_TRUE(f.model->forward_sample_begin(ctx, make_batch({{&b, 0, 9, 4, false}}), {rows.data(), 1}, {}).ok());
+  const absl::Status third = f.model->forward_sample_begin(ctx, make_batch({{&a, 0, 12, 0, false}}), {rows.data(), 1}, {});
+  EXPECT_NE(std::string(third.message()).find("already in flight"), std::string::npos) << third;
+  ASSERT_TRUE(f.model->forward_sample_finish(ctx, &sampled, nullptr).ok());
+  ASSERT_TRUE(f.model->forward_sample_finish(ctx, &sampled, nullptr).ok());
+}
+
 TEST(Forward, ScratchGrowthDoesNotChangeResults) {
   Fixture f("tiny");
   const std::vector<int32_t> a = some_tokens(9, 5, f.config.vocab_size);
@@ -225,6 +267,10 @@ TEST(Forward, MalformedBatchesAreClearErrors) {
            Case{"block outside cache", [](ForwardBatch& b) { b.block_tables[0] = 64; }, "block_tables[0][0] = 64"},
            Case{"logit row outside", [](ForwardBatch& b) { b.logit_rows = {10}; }, "logit_rows[0] = 10"},
            Case{"positions short", [](ForwardBatch& b) { b.positions.pop_back(); }, "positions"},
+           Case{"fed lists differ", [](ForwardBatch& b) { b.fed_tokens = {0}; }, "fed_tokens has 1 entries but fed_from 0"},
+           Case{"fed indices repeat", [](ForwardBatch& b) { b.fed_tokens = {3, 3}, b.fed_from = {0, 0}; }, "fed_tokens[1] = 3"},
+           Case{"fed with no step before", [](ForwardBatch& b) { b.fed_tokens = {9}, b.fed_from = {0}; },
+                "fed_from[0] = 0 is not a row the previous step sampled (0 rows)"},
        }) {
     SCOPED_TRACE(c.name);
     ForwardBatch batch = make_batch({{&a, 0, 10, 0, false}});

@@ -6,6 +6,7 @@
 
 #include <cstdio>
 
+#include "tests/engine/schedule_ahead_case.h"
 #include "tests/mutation/detection.h"
 #include "tests/mutation/op_sweep.h"
 
@@ -37,6 +38,12 @@ TEST(MutationSuite, EachOpSweepSeesTheSourceItIsBuiltFor) {
                         {VarianceSource::kRmsNormSplitFewRows, rmsnorm_op_sweep, "rmsnorm / split rows"},
                         {VarianceSource::kRngByBatchRow, sample_op_sweep, "sample / RNG by batch row"}};
   for (const Case& c : cases) EXPECT_NE(c.sweep(mutant_backend(cpu_backend(), c.source)), "") << c.name;
+}
+
+// Scheduling ahead (on by default) hides no batch variance: one ulp planted into invariant
+// mode's large batches still makes requests differ from their runs alone.
+TEST(MutationSuite, SchedulingAheadStillSeesAPlantedBatchVariance) {
+  check_planted_variance_seen_ahead("micro", mutant_backend(cpu_backend(), VarianceSource::kOneUlpInLargeBatch));
 }
 
 TEST(MutationSuite, EveryPlantedSourceIsCaughtOnCpu) {

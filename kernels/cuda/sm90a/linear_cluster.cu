@@ -243,17 +243,8 @@ absl::Status launch(const LinearParams& p, cudaStream_t stream) {
   using T = ClusterTile<BN, CM, CN, STAGES, LAG, OUT>;
   auto kernel = cluster_linear_kernel<BN, CM, CN, STAGES, LAG, OUT, REVERSE_K>;
   static int max_clusters = 0;
-  cudaLaunchConfig_t config = {};
   cudaLaunchAttribute attribute[1];
-  attribute[0].id = cudaLaunchAttributeClusterDimension;
-  attribute[0].val.clusterDim.x = T::kCtas;
-  attribute[0].val.clusterDim.y = 1;
-  attribute[0].val.clusterDim.z = 1;
-  config.blockDim = dim3(T::kThreads);
-  config.dynamicSmemBytes = T::kSmem;
-  config.stream = stream;
-  config.attrs = attribute;
-  config.numAttrs = 1;
+  cudaLaunchConfig_t config = cluster_launch_config(T::kCtas, T::kThreads, T::kSmem, stream, attribute);
   if (max_clusters == 0) {
     SAMEBITS_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, T::kSmem));
     int device = 0, sms = 0;

@@ -5,6 +5,7 @@
 // on its own mbarrier at the same offset), and the cluster rank / barrier / remote-arrive helpers.
 #pragma once
 #include <cuda.h>
+#include <cuda_runtime.h>
 
 #include <cstdint>
 
@@ -14,6 +15,24 @@
 namespace samebits::cuda {
 
 constexpr int kTmaBoxK = 64;  // one 128-byte swizzled row of bf16 per box row
+
+// A launch of blocks of `threads` threads and `smem` bytes of dynamic shared memory in clusters of
+// `ctas` CTAs along x (the cluster attribute is set for 1 too); `attribute` (one element) must
+// outlive the config.
+inline cudaLaunchConfig_t cluster_launch_config(int ctas, int threads, int smem, cudaStream_t stream,
+                                                cudaLaunchAttribute* attribute) {
+  cudaLaunchConfig_t config = {};
+  attribute[0].id = cudaLaunchAttributeClusterDimension;
+  attribute[0].val.clusterDim.x = unsigned(ctas);
+  attribute[0].val.clusterDim.y = 1;
+  attribute[0].val.clusterDim.z = 1;
+  config.blockDim = dim3(unsigned(threads));
+  config.dynamicSmemBytes = size_t(smem);
+  config.stream = stream;
+  config.attrs = attribute;
+  config.numAttrs = 1;
+  return config;
+}
 
 // A [rows, K] bf16 row-major matrix as boxes of box_rows x kTmaBoxK values, 128-byte swizzled;
 // reads beyond rows or K return zeros (and still count as box bytes for complete_tx).
