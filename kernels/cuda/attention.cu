@@ -33,6 +33,7 @@
 // prefill or decode, with any block table or block size. Bits differ from the CPU backend's (the
 // CPU reduces in 16 fixed lanes and merges with a global max); not promised. No atomics on floats.
 #include <algorithm>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -251,10 +252,30 @@ int forced_split_ring(AttentionRoute route) {
   }
 }
 
-// (segment, kv head) units of a launch below which attention_decode_split_kernel takes decode tiles
-// of at most 8 rows: so few that one warp per unit leaves the SMs idle and each warp's chain of
-// sub-blocks is the time (H200, bench/cuda/NOTES.md). Its ring then holds a whole segment.
-int64_t split_kernel_below_units() { return int64_t(2) * cuda::device_sm_count(); }
+// Blocks of `bytes` of dynamic shared memory that one SM holds at once (its shared memory less
+// the reserve per block, read once from the device).
+int blocks_per_sm_by_smem(int bytes) {
+  static const std::pair<int, int> sm = [] {
+    int device = 0, per_sm = 0, reserved = 0;
+    cudaGetDevice(&device);
+    cudaDeviceGetAttribute(&per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, device);
+    cudaDeviceGetAttribute(&reserved, cudaDevAttrReservedSharedMemoryPerBlock, device);
+    return std::pair<int, int>{per_sm, reserved};
+  }();
+  return sm.first / (bytes + sm.second);
+}
+
+// (segment, kv head) units of a launch up to which attention_decode_split_kernel (ring of 8: a
+// whole segment in flight) takes decode tiles of at most 8 rows: as many as its blocks fill the
+// SMs in ONE wave (H200: 1 per SM at head_dim 128, 3 at 64). Measured on the H200
+// (bench/cuda/NOTES.md): at batch 1-4 (16-64 units at head_dim 128, up to 256 at 64) 0.69-0.87x
+// the previous route's time; at 256 units and head_dim 128 (two waves) up to 1.3x, so those stay on
+// the chain kernel, whose single warps fit many per SM.
+template <int HD>
+int64_t split_kernel_max_units() {
+  return int64_t(blocks_per_sm_by_smem(cuda::SplitLayout<HD, cuda::kSplitRingDeep>::kBytes)) *
+         cuda::device_sm_count();
+}
 
 // Which kernel takes the tiles of more than 16 rows (cuda_ops.h, AttentionPrefillPlan).
 AttentionPrefillPlan prefill_plan(const AttentionArgs& a, const Extents& e, AttentionRoute route) {
@@ -314,7 +335,7 @@ absl::Status launch(const AttnParams& base, const Extents& e, AttentionRoute rou
     const absl::Status st =
         split_ring > 0 ? launch_split_ring<HD>(params, e, split_ring, stream)
         : ring > 0     ? launch_chain_ring<HD>(params, e, ring, stream)
-        : !widest && warps < split_kernel_below_units() && grid.partial_rows <= 8
+        : !widest && warps <= split_kernel_max_units<HD>() && grid.partial_rows <= 8
             ? launch_split_ring<HD>(params, e, cuda::kSplitRingDeep, stream)
         : !widest && warps < chain_kernel_below_warps<HD>()
             ? launch_chain_ring<HD>(params, e, cuda::kChainRingShallow, stream)
