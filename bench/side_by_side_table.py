@@ -41,7 +41,10 @@ def main() -> int:
               f"{rss:>12.2f}{t.get('host_waits', 0) / steps:>21.1f}"
               f"{1e3 * (t.get('step_seconds', 0) - t.get('host_wait_seconds', 0)) / steps:>13.2f}"
               f"{1e3 * t.get('host_idle_device_seconds', 0) / steps:>20.2f}  {check}"
-              f" ({steps} steps, {t.get('graph_replays', 0)} from graphs, {t.get('overlapped_steps', 0)} overlapped)")
+              f" ({steps} steps, {t.get('graph_replays', 0)} from graphs, {t.get('overlapped_steps', 0)} overlapped,"
+              f" {t.get('scheduled_ahead_steps', 0)} scheduled ahead; host ms/step schedule"
+              f" {1e3 * t.get('host_schedule_seconds', 0) / steps:.2f}, issue {1e3 * t.get('host_issue_seconds', 0) / steps:.2f},"
+              f" book {1e3 * t.get('host_book_seconds', 0) / steps:.2f})")
     if hf:
         print(f"{'HF eager generate':<22}{hf_s:>8.2f}{hf['tokens_per_second']:>9.0f}{'1.00':>11}{hf['setup_seconds']:>8.2f}"
               f"   (transformers {hf['transformers']}, torch {hf['torch']})")

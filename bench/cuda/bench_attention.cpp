@@ -340,6 +340,21 @@ int main(int argc, char** argv) {
         }
       }
     }
+    // The four-warps-per-segment decode kernel at each ring depth (kAuto takes it for the smallest
+    // launches), graph replays.
+    for (auto [route, ring] : {std::pair{AttentionRoute::kDecodeSplitRing4, 4}, {AttentionRoute::kDecodeSplitRing8, 8}}) {
+      for (int seqs : {1, 4, 16}) {
+        for (int64_t context : {2048, 8192}) {
+          const AttentionRoute r = route;
+          benchmark::RegisterBenchmark(
+              absl::StrCat("decode-split-ring=", ring, "/", m, "/batch=", seqs, "/context=", context).c_str(),
+              [=](benchmark::State& st) { run(st, mode, seqs, context, 1, 128, true, r); })
+              ->UseManualTime()
+              ->Iterations(5)
+              ->Unit(benchmark::kMicrosecond);
+        }
+      }
+    }
     // Mixed steps: one prefill chunk and decodes in one call (run_mixed).
     for (int64_t chunk : {512, 2048}) {
       for (int decodes : {16, 64}) {

@@ -170,13 +170,16 @@ absl::Status Engine::Impl::book(StepBuffers& step, StepBuffers* next) {
   if (absl::Status s = model->forward_sample_finish(config.exec, &sampled, &logits); !s.ok()) return s;
   // Without a next step issued, the device has nothing to do while the host books this one.
   const auto arrived = std::chrono::steady_clock::now();
-  struct IdleTime {
+  struct BookTime {
     EngineStats* stats;
+    bool device_idle;
     std::chrono::steady_clock::time_point since;
-    ~IdleTime() {
-      if (stats != nullptr) stats->host_idle_device_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - since).count();
+    ~BookTime() {
+      const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - since).count();
+      stats->book_seconds += s;
+      if (device_idle) stats->host_idle_device_seconds += s;
     }
-  } idle{next == nullptr ? &stats : nullptr, arrived};
+  } book_time{&stats, next == nullptr, arrived};
   if (timer) {
     if (absl::Status s = timer->collect(&stats.op_times); !s.ok()) return s;
   }
@@ -314,15 +317,19 @@ absl::StatusOr<StepRecord> Engine::Impl::run_step(const StepRecord* forced) {
     record = sched.record_of(out);
     sched.commit(out);
   }
+  const auto issue_start = std::chrono::steady_clock::now();
+  const double scheduling = std::chrono::duration<double>(issue_start - m.step_start).count();
+  m.stats.schedule_seconds += scheduling;
   // With no step in flight the device has nothing to do until this step's first op.
   if (previous == nullptr) {
-    m.stats.host_idle_device_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - m.step_start).count();
+    m.stats.host_idle_device_seconds += scheduling;
   } else {
     ++m.stats.scheduled_ahead_steps;
   }
   if (absl::Status s = m.model->forward_sample_begin(m.config.exec, step.batch, step.rows, step.observed_rows); !s.ok()) {
     return s;
   }
+  m.stats.issue_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - issue_start).count();
   m.stats.tokens_computed += out.num_tokens;
   if (previous != nullptr) {
     m.in_flight = false;

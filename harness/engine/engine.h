@@ -118,6 +118,13 @@ struct EngineStats {
   // (invariant mode only).
   int64_t scheduled_ahead_steps = 0;
   int64_t discarded_rows = 0;
+  // Host time of steps by phase: scheduling and building the batch; issuing it
+  // (Model::forward_sample_begin, including any time a launch or copy blocks behind the device);
+  // booking the sampled tokens after their wait. The rest of the host time: records, the prefix
+  // cache, scheduling ahead's bookkeeping.
+  double schedule_seconds = 0;
+  double issue_seconds = 0;
+  double book_seconds = 0;
   OpTimes op_times;
   int64_t graph_replays = 0;   // steps replayed from a recorded graph
   int64_t graph_captures = 0;  // graphs recorded

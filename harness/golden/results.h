@@ -53,6 +53,8 @@ struct RunFigures {
   int64_t overlapped_steps = 0;         // steps whose host work ran while the device computed them
   int64_t scheduled_ahead_steps = 0;    // steps enqueued while the step before them still computed
   int64_t discarded_rows = 0;           // rows of those steps whose request had just finished (invariant)
+  // Host time by phase (EngineStats): scheduling + building batches, issuing them, booking tokens.
+  double host_schedule_seconds = 0, host_issue_seconds = 0, host_book_seconds = 0;
   int64_t graph_replays = 0;   // steps replayed from recorded graphs
   int64_t graph_captures = 0;
   // Backend time per op kind (with --profile; GPU time on CUDA), in kind order; the kind

@@ -31,6 +31,9 @@ json timing_to_json(const RunFigures& f) {
           {"overlapped_steps", f.overlapped_steps},
           {"scheduled_ahead_steps", f.scheduled_ahead_steps},
           {"discarded_rows", f.discarded_rows},
+          {"host_schedule_seconds", f.host_schedule_seconds},
+          {"host_issue_seconds", f.host_issue_seconds},
+          {"host_book_seconds", f.host_book_seconds},
           {"graph_replays", f.graph_replays},
           {"graph_captures", f.graph_captures},
           {"host_seconds_per_step", (f.step_seconds - f.host_wait_seconds) / steps},
@@ -55,6 +58,9 @@ void timing_from_json(const std::string& file, JsonFields& f, RunFigures* out) {
   if (tf.has("overlapped_steps")) tf.get("overlapped_steps", &out->overlapped_steps);
   if (tf.has("scheduled_ahead_steps")) tf.get("scheduled_ahead_steps", &out->scheduled_ahead_steps);
   if (tf.has("discarded_rows")) tf.get("discarded_rows", &out->discarded_rows);
+  if (tf.has("host_schedule_seconds")) tf.get("host_schedule_seconds", &out->host_schedule_seconds);
+  if (tf.has("host_issue_seconds")) tf.get("host_issue_seconds", &out->host_issue_seconds);
+  if (tf.has("host_book_seconds")) tf.get("host_book_seconds", &out->host_book_seconds);
   if (tf.has("graph_replays")) tf.get("graph_replays", &out->graph_replays);
   if (tf.has("graph_captures")) tf.get("graph_captures", &out->graph_captures);
   tf.get("host_rss_baseline_bytes", &out->host_rss_baseline_bytes);

@@ -33,7 +33,7 @@ std::string format_timing(const RunResults& r) {
     const double steps = double(std::max<int64_t>(f.engine_steps, 1));
     out += absl::StrFormat(
         "  %-9s set-up: weights %.2f s%s, KV cache %.2f s | run %.2f s, %d steps: host %.2f ms/step (%.2f before its first "
-        "op or after its results, %d steps overlapped, %d scheduled ahead, %d rows discarded), %.1f device waits/step (%.2f s waiting), %d steps from graphs (%d recorded) | "
+        "op or after its results, %d steps overlapped, %d scheduled ahead, %d rows discarded; schedule %.2f, issue %.2f, book %.2f ms/step), %.1f device waits/step (%.2f s waiting), %d steps from graphs (%d recorded) | "
         "host RSS %.2f GB (%.2f GB before the model, peak %.2f GB)\n",
         mode_name(m.mode), f.setup_weights_seconds,
         f.setup_weights_bytes > 0 && f.setup_weights_seconds > 0
@@ -42,7 +42,8 @@ std::string format_timing(const RunResults& r) {
             : std::string(),
         f.setup_kv_cache_seconds, f.wall_seconds, f.engine_steps,
         1e3 * (f.step_seconds - f.host_wait_seconds) / steps, 1e3 * f.host_idle_device_seconds / steps,
-        f.overlapped_steps, f.scheduled_ahead_steps, f.discarded_rows, double(f.host_waits) / steps, f.host_wait_seconds,
+        f.overlapped_steps, f.scheduled_ahead_steps, f.discarded_rows, 1e3 * f.host_schedule_seconds / steps,
+        1e3 * f.host_issue_seconds / steps, 1e3 * f.host_book_seconds / steps, double(f.host_waits) / steps, f.host_wait_seconds,
         f.graph_replays, f.graph_captures,
         double(f.host_peak_rss_bytes - f.host_rss_baseline_bytes) / 1e9, double(f.host_rss_baseline_bytes) / 1e9,
         double(f.host_peak_rss_bytes) / 1e9);

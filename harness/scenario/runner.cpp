@@ -149,6 +149,9 @@ RunFigures figures_of(const Engine& engine, double wall_seconds) {
   f.overlapped_steps = s.overlapped_steps;
   f.scheduled_ahead_steps = s.scheduled_ahead_steps;
   f.discarded_rows = s.discarded_rows;
+  f.host_schedule_seconds = s.schedule_seconds;
+  f.host_issue_seconds = s.issue_seconds;
+  f.host_book_seconds = s.book_seconds;
   f.graph_replays = s.graph_replays;
   f.graph_captures = s.graph_captures;
   for (const auto& [kind, t] : s.op_times) f.op_times.push_back({kind, t.calls, t.seconds, t.host_seconds});

@@ -33,12 +33,14 @@
 // prefill or decode, with any block table or block size. Bits differ from the CPU backend's (the
 // CPU reduces in 16 fixed lanes and merges with a global max); not promised. No atomics on floats.
 #include <algorithm>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "kernels/attention_host.h"
 #include "kernels/cuda/attention_decode.cuh"
 #include "kernels/cuda/attention_decode_chain.cuh"
+#include "kernels/cuda/attention_decode_split.cuh"
 #include "kernels/cuda/attention_kernel.cuh"
 #include "kernels/cuda/attention_prefill.h"
 #include "kernels/cuda/attention_worklist.cuh"
@@ -222,6 +224,59 @@ int forced_chain_ring(AttentionRoute route) {
   }
 }
 
+// The decode tiles (at most 8 rows) on attention_decode_split_kernel: four warps per (segment, kv
+// head), a ring of `ring` sub-block items.
+template <int HD, int kRing>
+absl::Status launch_split(const AttnParams& params, const Extents& e, cudaStream_t stream) {
+  constexpr int kBytes = cuda::SplitLayout<HD, kRing>::kBytes;
+  static bool smem_set = false;
+  SAMEBITS_RETURN_IF_ERROR(raise_smem_limit(cuda::attention_decode_split_kernel<HD, kRing>, kBytes, &smem_set));
+  const dim3 blocks(unsigned(e.decode_slots), unsigned(params.num_kv_heads), unsigned(params.num_seqs));
+  cuda::attention_decode_split_kernel<HD, kRing><<<blocks, 32 * cuda::kSplitWarps, kBytes, stream>>>(params, e.grid);
+  return cuda::check_launch("attention_decode_split_kernel");
+}
+
+template <int HD>
+absl::Status launch_split_ring(const AttnParams& params, const Extents& e, int ring, cudaStream_t stream) {
+  if (e.grid.partial_rows > 8) return launch_chain<HD, 2, cuda::kChainRingShallow>(params, e, stream);
+  if (ring == cuda::kSplitRingDeep) return launch_split<HD, cuda::kSplitRingDeep>(params, e, stream);
+  return launch_split<HD, cuda::kSplitRingMid>(params, e, stream);
+}
+
+// The ring depth a route forces on the split kernel (0: none).
+int forced_split_ring(AttentionRoute route) {
+  switch (route) {
+    case AttentionRoute::kDecodeSplitRing4: return cuda::kSplitRingMid;
+    case AttentionRoute::kDecodeSplitRing8: return cuda::kSplitRingDeep;
+    default: return 0;
+  }
+}
+
+// Blocks of `bytes` of dynamic shared memory that one SM holds at once (its shared memory less
+// the reserve per block, read once from the device).
+int blocks_per_sm_by_smem(int bytes) {
+  static const std::pair<int, int> sm = [] {
+    int device = 0, per_sm = 0, reserved = 0;
+    cudaGetDevice(&device);
+    cudaDeviceGetAttribute(&per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, device);
+    cudaDeviceGetAttribute(&reserved, cudaDevAttrReservedSharedMemoryPerBlock, device);
+    return std::pair<int, int>{per_sm, reserved};
+  }();
+  return sm.first / (bytes + sm.second);
+}
+
+// (segment, kv head) units of a launch up to which attention_decode_split_kernel (ring of 8: a
+// whole segment in flight) takes decode tiles of at most 8 rows: as many as its blocks fill the
+// SMs in ONE wave (H200: 1 per SM at head_dim 128, 3 at 64). Measured on the H200
+// (bench/cuda/NOTES.md): at batch 1-4 (16-64 units at head_dim 128, up to 256 at 64) 0.69-0.87x
+// the previous route's time; at 256 units and head_dim 128 (two waves) up to 1.3x, so those stay on
+// the chain kernel, whose single warps fit many per SM.
+template <int HD>
+int64_t split_kernel_max_units() {
+  return int64_t(blocks_per_sm_by_smem(cuda::SplitLayout<HD, cuda::kSplitRingDeep>::kBytes)) *
+         cuda::device_sm_count();
+}
+
 // Which kernel takes the tiles of more than 16 rows (cuda_ops.h, AttentionPrefillPlan).
 AttentionPrefillPlan prefill_plan(const AttentionArgs& a, const Extents& e, AttentionRoute route) {
   AttentionPrefillPlan p;
@@ -276,9 +331,12 @@ absl::Status launch(const AttnParams& base, const Extents& e, AttentionRoute rou
     // Tiles of at most 8 rows (every decode tile of the launch): the kernel without mma rows 8..15.
     const bool widest = route == AttentionRoute::kDecodeKernelWide;
     const int64_t warps = e.decode_tiles * base.num_kv_heads * e.decode_slots;
-    const int ring = forced_chain_ring(route);
+    const int ring = forced_chain_ring(route), split_ring = forced_split_ring(route);
     const absl::Status st =
-        ring > 0 ? launch_chain_ring<HD>(params, e, ring, stream)
+        split_ring > 0 ? launch_split_ring<HD>(params, e, split_ring, stream)
+        : ring > 0     ? launch_chain_ring<HD>(params, e, ring, stream)
+        : !widest && warps <= split_kernel_max_units<HD>() && grid.partial_rows <= 8
+            ? launch_split_ring<HD>(params, e, cuda::kSplitRingDeep, stream)
         : !widest && warps < chain_kernel_below_warps<HD>()
             ? launch_chain_ring<HD>(params, e, cuda::kChainRingShallow, stream)
         : grid.partial_rows <= 8 ? launch_decode_tiles<HD, 1>(params, e, widest, stream)

@@ -168,12 +168,14 @@ __device__ __forceinline__ void decode_positions(const DecodeTile& t, int lane, 
 // kHalves halves, accumulators o, statistics m, l, first). One segment: the output itself (the
 // fold of a single partial is that partial). Several: the partial (l = 0 marks an empty one), for
 // attention_decode_merge_kernel.
-template <int HD, int kHalves>
+// NT < HD / 8: o holds only the n8 tiles nt0 .. nt0 + NT - 1 of the rows (a warp of
+// attention_decode_split_kernel), and only the warp with `stats` writes m and l.
+template <int HD, int kHalves, int NT = HD / 8>
 __device__ __forceinline__ void finish_decode_segment(const AttnParams& P, const DecodeGrid& grid, const DecodeTile& t,
-                                                      int c, int lane, const float (&o)[HD / 8][4],
+                                                      int c, int lane, const float (&o)[NT][4],
                                                       const float (&m)[2], const float (&l)[2],
-                                                      const bool (&first)[2]) {
-  constexpr int NTD = HD / 8;
+                                                      const bool (&first)[2], int nt0 = 0, bool stats = true) {
+  constexpr int NTD = NT;
 #pragma unroll
   for (int h = 0; h < kHalves; ++h) {
     const int r = (lane >> 2) + h * 8;
@@ -183,7 +185,7 @@ __device__ __forceinline__ void finish_decode_segment(const AttnParams& P, const
       bf16* dst = P.out + decode_row_offset<HD>(P, t, r);
 #pragma unroll
       for (int nt = 0; nt < NTD; ++nt) {
-        const int d = nt * 8 + (lane & 3) * 2;
+        const int d = (nt0 + nt) * 8 + (lane & 3) * 2;
         dst[d] = to_bf16(__fdiv_rn(o[nt][2 * h], l[h]));
         dst[d + 1] = to_bf16(__fdiv_rn(o[nt][2 * h + 1], l[h]));
       }
@@ -192,11 +194,11 @@ __device__ __forceinline__ void finish_decode_segment(const AttnParams& P, const
     float* dst = P.partials + decode_partial_offset<HD>(P, grid, t.s, t.g, c, r);
 #pragma unroll
     for (int nt = 0; nt < NTD; ++nt) {
-      const int d = nt * 8 + (lane & 3) * 2;
+      const int d = (nt0 + nt) * 8 + (lane & 3) * 2;
       *reinterpret_cast<float2*>(dst + d) =
           make_float2(first[h] ? 0.0f : o[nt][2 * h], first[h] ? 0.0f : o[nt][2 * h + 1]);
     }
-    if ((lane & 3) == 0) {
+    if (stats && (lane & 3) == 0) {
       dst[HD] = first[h] ? 0.0f : m[h];
       dst[HD + 1] = first[h] ? 0.0f : l[h];
     }

@@ -6,6 +6,8 @@
 // waits and branches than attention_decode_kernel (attention_decode.cuh: half sub-blocks, a loop
 // over the parts, several warps per block), which is faster where many warps share an SM (large
 // batches, short contexts) and slower here (H200, bench/cuda/NOTES.md).
+// The smallest launches (one wave of four-warp blocks) go to attention_decode_split.cuh, which
+// shares each sub-block among four warps.
 // Ring depth: the deeper the ring, the more of a segment's rows are in flight at once (a 256-key
 // segment at head_dim 128 is 8 items: with kRing = 8 all of it), so that the copies' latency would
 // be paid once per segment rather than once per sub-block, where the blocks still all fit the SMs'

@@ -260,15 +260,16 @@ __device__ __forceinline__ void attend_scores(uint32_t q_s, int q_row0, uint32_t
 // o (rescaled by alpha first when RESCALE) += bf16(P) V over the 16-key steps [KK0, KK1) of the
 // sub-block, V rows at vb_s through `rows`. loaded = false: those keys lie beyond the context,
 // where the copies would have zero-filled V: zero V fragments, without reading shared memory.
-template <int HD, int kHalves, int KK0, int KK1, bool RESCALE, typename Rows>
-__device__ __forceinline__ void attend_value_keys(uint32_t vb_s, Rows rows, const float (&sc)[8][4],
-                                                  const float (&alpha)[2], float (&o)[HD / 8][4],
-                                                  bool loaded = true) {
-  constexpr int NTD = HD / 8;
+// attend_value_tiles: the same for NT of the n8 output tiles only, those from 16-byte chunk chunk0
+// of the V rows (each output column's chain over the keys is the same whichever tiles a call
+// holds: a warp may own some of them, attention_decode_split.cuh).
+template <int NT, int kHalves, int KK0, int KK1, bool RESCALE, typename Rows>
+__device__ __forceinline__ void attend_value_tiles(uint32_t vb_s, Rows rows, int chunk0, const float (&sc)[8][4],
+                                                   const float (&alpha)[2], float (&o)[NT][4], bool loaded = true) {
   const int lane = threadIdx.x & 31;
   if constexpr (RESCALE) {
 #pragma unroll
-    for (int nt = 0; nt < NTD; ++nt) {
+    for (int nt = 0; nt < NT; ++nt) {
       o[nt][0] = o[nt][0] * alpha[0];
       o[nt][1] = o[nt][1] * alpha[0];
       if constexpr (kHalves == 2) {
@@ -286,14 +287,20 @@ __device__ __forceinline__ void attend_value_keys(uint32_t vb_s, Rows rows, cons
     a[2] = pack_bf16x2(sc[2 * kk + 1][0], sc[2 * kk + 1][1]);
     a[3] = kHalves == 2 ? pack_bf16x2(sc[2 * kk + 1][2], sc[2 * kk + 1][3]) : 0u;
 #pragma unroll
-    for (int dp = 0; dp < NTD / 2; ++dp) {
+    for (int dp = 0; dp < NT / 2; ++dp) {
       uint32_t b[4] = {0u, 0u, 0u, 0u};
       const int key = kk * 16 + (lane & 7) + ((lane >> 3) & 1) * 8;
-      if (loaded) ldmatrix_x4_trans(b, vb_s + rows(key, dp * 2 + (lane >> 4)));
+      if (loaded) ldmatrix_x4_trans(b, vb_s + rows(key, chunk0 + dp * 2 + (lane >> 4)));
       mma_rows<kHalves>(o[2 * dp], a, b[0], b[1]);
       mma_rows<kHalves>(o[2 * dp + 1], a, b[2], b[3]);
     }
   }
+}
+template <int HD, int kHalves, int KK0, int KK1, bool RESCALE, typename Rows>
+__device__ __forceinline__ void attend_value_keys(uint32_t vb_s, Rows rows, const float (&sc)[8][4],
+                                                  const float (&alpha)[2], float (&o)[HD / 8][4],
+                                                  bool loaded = true) {
+  attend_value_tiles<HD / 8, kHalves, KK0, KK1, RESCALE>(vb_s, rows, 0, sc, alpha, o, loaded);
 }
 
 template <int HD, typename Rows>

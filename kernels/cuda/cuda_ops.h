@@ -45,9 +45,12 @@ absl::Status cuda_fixed_expf_range(uint32_t first, int64_t n, float* out, bool p
 // kPrefillKernelPlanted (tests only): that kernel with the scores' k16 steps over the head dim in
 // reverse order, a planted order change the bitwise tests must see. kDecodeChainRing2 / 4 / 8: the
 // decode tiles on the few-warps decode kernel with that ring depth (attention_decode_chain.cuh;
-// kAuto picks the depth from the launch). Every other route gives the same bits (tests).
+// kAuto picks the depth from the launch). kDecodeSplitRing4 / 8: decode tiles of at most 8 rows on
+// the four-warps-per-segment kernel with that ring depth (attention_decode_split.cuh; larger tiles
+// as kDecodeChainRing2). Every other route gives the same bits (tests).
 enum class AttentionRoute { kAuto, kDecodeKernel, kDecodeKernelWide, kGeneralOnly, kPrefillKernel,
-                            kPrefillKernelPlanted, kDecodeChainRing2, kDecodeChainRing4, kDecodeChainRing8 };
+                            kPrefillKernelPlanted, kDecodeChainRing2, kDecodeChainRing4, kDecodeChainRing8,
+                            kDecodeSplitRing4, kDecodeSplitRing8 };
 absl::Status cuda_attention_routed(const ExecContext& ctx, const AttentionArgs& args, AttentionRoute route);
 
 // Which kernel takes a call's tiles of more than 16 rows, and its launch shape. kAuto, kDecodeKernel

@@ -264,11 +264,16 @@ TEST(GpuAttention, DecodeKernelEqualsGeneralKernelBitwise) {
         // Blocks of up to 8 warps, as large batches get.
         o.attention = attention_routed<AttentionRoute::kDecodeKernelWide>;
         auto wide = route_step_g(*gpu, shape, seqs, cached, o);
-        // The few-warps decode kernel at each ring depth (kAuto picks one by the launch's size).
+        // The few-warps decode kernels at each ring depth (kAuto picks one by the launch's size).
         std::vector<absl::StatusOr<std::vector<std::vector<bf16>>>> rings;
+        const char* ring_names[] = {"the chain kernel with ring 2", "the chain kernel with ring 4",
+                                    "the chain kernel with ring 8", "the split kernel with ring 4",
+                                    "the split kernel with ring 8"};
         for (auto ring : {attention_routed<AttentionRoute::kDecodeChainRing2>,
                           attention_routed<AttentionRoute::kDecodeChainRing4>,
-                          attention_routed<AttentionRoute::kDecodeChainRing8>}) {
+                          attention_routed<AttentionRoute::kDecodeChainRing8>,
+                          attention_routed<AttentionRoute::kDecodeSplitRing4>,
+                          attention_routed<AttentionRoute::kDecodeSplitRing8>}) {
           o.attention = ring;
           rings.push_back(route_step_g(*gpu, shape, seqs, cached, o));
           ASSERT_TRUE(rings.back().ok()) << rings.back().status();
@@ -293,7 +298,7 @@ TEST(GpuAttention, DecodeKernelEqualsGeneralKernelBitwise) {
                                  << "element " << at_wide;
           for (size_t k = 0; k < rings.size(); ++k) {
             const int64_t at_ring = first_diff((*general)[i], (*rings[k])[i]);
-            EXPECT_EQ(at_ring, -1) << "sequence " << i << " on the chain kernel with ring " << (2 << k)
+            EXPECT_EQ(at_ring, -1) << "sequence " << i << " on " << ring_names[k]
                                    << ": first difference at element " << at_ring;
           }
           const int64_t at_bounded = first_diff((*general)[i], (*bounded)[i]);

@@ -1,0 +1,190 @@
+// The decode kernel for the smallest launches (kernels/cuda/attention.cu chooses): FOUR warps per
+// (segment slot, kv head, sequence), one block each, for decode tiles of at most 8 rows.
+// Why: invariant mode's segment is 256 fixed keys, so at batch 1-4 a launch has only tens of
+// (segment, kv head) units; one warp each (attention_decode_chain.cuh) walks its sub-blocks as one
+// dependent chain of copies and arithmetic and leaves the SMs nearly idle (H200: 64 warps for 132
+// SMs at batch 1 x 2048 keys, 1.6% occupancy). Four warps share each sub-block's work, split only
+// along dimensions that are not reduction chains, so every value is computed by the same
+// operations in the same order as in the one-warp kernels:
+// - S = Q K^T by KEYS: warp w computes the scores of keys 16w .. 16w + 15 of the sub-block (each
+//   score's k16 chain over head_dim unchanged: attend_score_keys on one key pair) and stores them
+//   to shared memory in the mma accumulator layout;
+// - the softmax (max, exponentials, sum, m, l, alpha) in every warp redundantly, on the whole
+//   sub-block's scores read back into the same registers: attend_softmax, the same order;
+// - O += P V by OUTPUT DIMS: warp w owns n8 tiles w * NTW .. (w + 1) * NTW - 1 of head_dim (each
+//   output column's chain over the keys unchanged: attend_value_tiles), and writes those columns
+//   of the partial (warp 0 also m and l) or of the output.
+// Copies: warp w resolves and copies the K and V rows of keys 16w .. 16w + 15 of each sub-block
+// (16-byte cp.async chunks, row offsets passed by shuffles, zero-filled beyond the context) into a
+// ring of kRing items (K or V rows of one 64-key sub-block) in the order K0, V0, K1, V1, ... over
+// the block's segments; a block barrier makes every warp's rows visible before an item is read, and
+// another lets an item be refilled only after every warp has read it. kRing = 8 holds a whole
+// 256-key segment in flight, which the grids routed here leave room for.
+// Set-up, segment walk and end are the chain kernel's (decode_tile_setup, decode_segment,
+// finish_decode_segment, the same merge kernel). gpu_tests compares it bit for bit with the other
+// routes.
+#pragma once
+#include <cstdint>
+
+#include "kernels/cuda/attention_decode.cuh"
+
+namespace samebits::cuda {
+
+constexpr int kSplitWarps = 4;
+constexpr int kSplitRingMid = 4, kSplitRingDeep = 8;  // the ring depths attention.cu instantiates
+
+template <int HD, int kRing>
+struct SplitLayout {
+  static constexpr int kRowsBytes = kAttnKeys * HD * 2;  // the K (or V) rows of a sub-block
+  static constexpr int kQBytes = 8 * HD * 2;             // the Q tile, rows 0..7
+  static constexpr int kScoreBytes = 8 * 32 * 2 * 4;     // a sub-block's scores: [n8 tile][lane][2] fp32
+  static constexpr int kBytes = kQBytes + kScoreBytes + kRing * kRowsBytes;
+};
+
+template <int HD, int kRing>
+__global__ void __launch_bounds__(32 * kSplitWarps) attention_decode_split_kernel(AttnParams P, DecodeGrid grid) {
+  constexpr int kHalves = 1;
+  using L = SplitLayout<HD, kRing>;
+  constexpr int CH = HD / 8;                             // 16-byte chunks per row
+  constexpr int NTW = HD / 8 / kSplitWarps;              // n8 output tiles per warp
+  constexpr int kKeysPerWarp = kAttnKeys / kSplitWarps;  // one 16-key pair of the mma
+  constexpr int kRowsPerCopy = 32 / CH;                  // key rows one warp instruction copies
+  static_assert(kKeysPerWarp == 16 && NTW % 2 == 0, "one key pair and whole n16 pairs of tiles per warp");
+  extern __shared__ __align__(128) unsigned char smem[];
+  const uint32_t q_s = smem_addr(smem);
+  float* scores = reinterpret_cast<float*>(smem + L::kQBytes);
+  const uint32_t buffers = q_s + L::kQBytes + L::kScoreBytes;
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  DecodeTile t;
+  // Thread 0 alone is the block's reporter (decode_tile_setup reports from "lane" 0).
+  if (!decode_tile_setup(P, int(blockIdx.z), int(blockIdx.y), int(threadIdx.x), &t)) return;
+  const int nseg = t.nseg;
+  if (warp == 0) {
+    load_decode_q<HD, 8>(P, t, q_s, lane);
+  } else {
+    cp_async_commit();  // every thread counts the same groups
+  }
+  int64_t pos[2];
+  decode_positions<kHalves>(t, lane, pos);
+
+  // The next rows to load, as in the chain kernel; row: this lane's key (lanes 0..15: key
+  // 16 * warp + lane of the sub-block), resolved with its K part.
+  struct Cursor {
+    int c, i, nsb, part;
+    int64_t sb_first;
+    bool from_new;
+    KeyRow row;
+  };
+  auto seek = [&](Cursor& k, int c) {  // the first segment >= c (in this block's stride) with keys
+    k.c = c;
+    k.i = k.part = k.nsb = 0;
+    for (; k.c < nseg; k.c += int(gridDim.x)) {
+      const DecodeSegment d = decode_segment(P, t.reads_new, t.cached, pos, k.c);
+      if (d.nsb == 0) continue;
+      k.nsb = d.nsb;
+      k.sb_first = d.sb_first;
+      k.from_new = d.from_new;
+      return;
+    }
+  };
+  Cursor next_load;
+  seek(next_load, int(blockIdx.x));
+
+  // This warp's 16 rows of the item at the cursor into buffer `buf`, one cp.async group (empty when
+  // nothing is left), then the cursor advances (every warp's cursor alike).
+  auto issue = [&](int buf) {
+    if (next_load.c < nseg) {
+      if (next_load.part == 0) {
+        const int64_t key = next_load.sb_first + int64_t(next_load.i) * kAttnKeys + warp * kKeysPerWarp + lane;
+        next_load.row = lane < kKeysPerWarp ? resolve_key_row(P, t.table, t.s, t.g, HD, t.qs, t.cached, t.context,
+                                                              next_load.from_new, key)
+                                            : KeyRow{0, 0};
+      }
+      const bf16* cache = next_load.part == 0 ? P.k_cache : P.v_cache;
+      const bf16* fresh = next_load.part == 0 ? P.k_new : P.v_new;
+      const uint32_t dst = buffers + buf * L::kRowsBytes;
+      const int ch = lane % CH, sub = lane / CH;
+#pragma unroll
+      for (int i = 0; i < kKeysPerWarp / kRowsPerCopy; ++i) {
+        const int r = i * kRowsPerCopy + sub;
+        const long long o = __shfl_sync(0xffffffffu, (long long)next_load.row.off, r);
+        const int w = __shfl_sync(0xffffffffu, next_load.row.where, r);
+        cp_async_16(dst + swizzled(warp * kKeysPerWarp + r, ch, CH), (w == 2 ? fresh : cache) + o + ch * 8, w != 0);
+      }
+      if (++next_load.part == 2) {
+        next_load.part = 0;
+        if (++next_load.i == next_load.nsb) seek(next_load, next_load.c + int(gridDim.x));
+      }
+    }
+    cp_async_commit();
+  };
+
+  int consumed = 0;
+#pragma unroll 1
+  for (int b = 0; b < kRing; ++b) issue(b);
+  auto wait_item = [&]() {
+    cp_async_wait<kRing - 1>();
+    __syncthreads();  // every warp's rows (and the Q tile) are in
+    return buffers + (consumed % kRing) * L::kRowsBytes;
+  };
+  auto release_item = [&]() {
+    __syncthreads();  // every warp is done with the buffer before it is refilled
+    issue(consumed % kRing);
+    ++consumed;
+  };
+
+  for (int c = blockIdx.x; c < nseg; c += gridDim.x) {
+    const DecodeSegment cur = decode_segment(P, t.reads_new, t.cached, pos, c);
+    float o[NTW][4];
+#pragma unroll
+    for (int nt = 0; nt < NTW; ++nt)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) o[nt][e] = 0.0f;
+    float m[2] = {0.0f, 0.0f}, l[2] = {0.0f, 0.0f};
+    bool first[2] = {true, true};
+
+    for (int i = 0; i < cur.nsb; ++i) {
+      const int64_t sb0 = cur.sb_first + int64_t(i) * kAttnKeys;
+      bool active[2];
+#pragma unroll
+      for (int h = 0; h < 2; ++h) active[h] = max(cur.rg[h].begin, sb0) < min(cur.rg[h].end, sb0 + kAttnKeys);
+      // The same in every warp (the lanes' rows do not depend on the warp): barriers stay uniform.
+      const bool any = __any_sync(0xffffffffu, active[0] || active[1]);
+      float sc[8][4], alpha[2];
+#pragma unroll
+      for (int nt = 0; nt < 8; ++nt)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) sc[nt][e] = 0.0f;
+      const uint32_t k_rows = wait_item();
+      if (any) {
+        // Keys 16w .. 16w + 15: key pair 0 of the rows from 16w (the swizzle depends on key & 7).
+        attend_score_keys<HD, kHalves, 0, 1>(q_s, 0, k_rows + warp * kKeysPerWarp * HD * 2, SwizzledRows<HD>{}, sc);
+#pragma unroll
+        for (int j = 0; j < 2; ++j) {
+          *reinterpret_cast<float2*>(scores + ((2 * warp + j) * 32 + lane) * 2) = make_float2(sc[j][0], sc[j][1]);
+        }
+      }
+      release_item();  // also: every warp's scores are in shared memory
+      if (any) {
+#pragma unroll
+        for (int nt = 0; nt < 8; ++nt) {
+          const float2 v = *reinterpret_cast<const float2*>(scores + (nt * 32 + lane) * 2);
+          sc[nt][0] = v.x;
+          sc[nt][1] = v.y;
+        }
+        attend_softmax<kHalves>(sb0, cur.rg, active, P.scale, sc, alpha, m, l, first);
+      }
+      // Its barrier also keeps the scores until every warp has read them.
+      const uint32_t v_rows = wait_item();
+      if (any) {
+        attend_value_tiles<NTW, kHalves, 0, kAttnKeys / 16, true>(v_rows, SwizzledRows<HD>{}, warp * NTW, sc, alpha,
+                                                                   o);
+      }
+      release_item();
+    }
+    finish_decode_segment<HD, kHalves, NTW>(P, grid, t, c, lane, o, m, l, first, warp * NTW, warp == 0);
+  }
+  cp_async_wait<0>();  // nothing in flight when the block leaves
+}
+
+}  // namespace samebits::cuda
