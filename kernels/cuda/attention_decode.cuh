@@ -105,6 +105,23 @@ __device__ __forceinline__ DecodeSegment decode_segment(const AttnParams& P, boo
   return d;
 }
 
+// Which of the lane's two rows have keys in the sub-block from sb0 (active), and whether any lane
+// of the warp has (the sub-block's work is skipped by the whole warp or by none).
+__device__ __forceinline__ bool sub_block_active(const DecodeSegment& cur, int64_t sb0, bool (&active)[2]) {
+#pragma unroll
+  for (int h = 0; h < 2; ++h) active[h] = max(cur.rg[h].begin, sb0) < min(cur.rg[h].end, sb0 + kAttnKeys);
+  return __any_sync(0xffffffffu, active[0] || active[1]);
+}
+
+// Zeroes a warp's mma accumulator fragments (n tiles of 4 floats per lane).
+template <int N>
+__device__ __forceinline__ void zero_fragments(float (&f)[N][4]) {
+#pragma unroll
+  for (int nt = 0; nt < N; ++nt)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) f[nt][e] = 0.0f;
+}
+
 // The decode tile of (sequence s, kv head g) as both decode kernels see it.
 struct DecodeTile {
   int s, g, group, row0, nrows, nseg;
@@ -300,24 +317,16 @@ __global__ void __launch_bounds__(32 * kWarps) attention_decode_kernel(AttnParam
   for (int c = blockIdx.x; c < nseg; c += gridDim.x) {
     const DecodeSegment cur = decode_segment(P, reads_new, cached, pos, c);
     float o[NTD][4];
-#pragma unroll
-    for (int nt = 0; nt < NTD; ++nt)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) o[nt][e] = 0.0f;
+    zero_fragments(o);
     float m[2] = {0.0f, 0.0f}, l[2] = {0.0f, 0.0f};
     bool first[2] = {true, true};
 
     for (int i = 0; i < cur.nsb; ++i) {
       const int64_t sb0 = cur.sb_first + int64_t(i) * kAttnKeys;
       bool active[2];
-#pragma unroll
-      for (int h = 0; h < 2; ++h) active[h] = max(cur.rg[h].begin, sb0) < min(cur.rg[h].end, sb0 + kAttnKeys);
-      const bool any = __any_sync(0xffffffffu, active[0] || active[1]);
+      const bool any = sub_block_active(cur, sb0, active);
       float sc[8][4], alpha[2];
-#pragma unroll
-      for (int nt = 0; nt < 8; ++nt)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) sc[nt][e] = 0.0f;
+      zero_fragments(sc);
       // Parts in item order: K lo, K hi (scores), then the softmax, V lo, V hi (P V). The softmax
       // runs after K hi's buffer is released, so that the next copy is in flight meanwhile.
 #pragma unroll 1

@@ -136,24 +136,16 @@ __global__ void __launch_bounds__(32) attention_decode_chain_kernel(AttnParams P
   for (int c = blockIdx.x; c < nseg; c += gridDim.x) {
     const DecodeSegment cur = decode_segment(P, t.reads_new, t.cached, pos, c);
     float o[NTD][4];
-#pragma unroll
-    for (int nt = 0; nt < NTD; ++nt)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) o[nt][e] = 0.0f;
+    zero_fragments(o);
     float m[2] = {0.0f, 0.0f}, l[2] = {0.0f, 0.0f};
     bool first[2] = {true, true};
 
     for (int i = 0; i < cur.nsb; ++i) {
       const int64_t sb0 = cur.sb_first + int64_t(i) * kAttnKeys;
       bool active[2];
-#pragma unroll
-      for (int h = 0; h < 2; ++h) active[h] = max(cur.rg[h].begin, sb0) < min(cur.rg[h].end, sb0 + kAttnKeys);
-      const bool any = __any_sync(0xffffffffu, active[0] || active[1]);
+      const bool any = sub_block_active(cur, sb0, active);
       float sc[8][4], alpha[2];
-#pragma unroll
-      for (int nt = 0; nt < 8; ++nt)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) sc[nt][e] = 0.0f;
+      zero_fragments(sc);
       const uint32_t k_rows = wait_item();
       if (any) {
         attend_score_keys<HD, kHalves, 0, 4>(q_s, 0, k_rows, SwizzledRows<HD>{}, sc);
