@@ -23,7 +23,9 @@ TEST(GpuEngine, InvariantModeIsBitwiseIdenticalAcrossTheSweep) {
               r.cases_run, r.first_differing.empty() ? "" : "; first: ", r.first_differing.c_str());
   ASSERT_EQ(r.error, "");
   EXPECT_EQ(r.cases_run, r.cases_selected);
-  if (!options.one_case_per_kind) EXPECT_EQ(r.cases_run, int(invariance_cases().size()));
+  if (!options.one_case_per_kind) {
+    EXPECT_EQ(r.cases_run, int(invariance_cases().size()));
+  }
   EXPECT_EQ(r.cases_differing, 0) << r.first_differing;
 }
 

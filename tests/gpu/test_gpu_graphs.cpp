@@ -119,7 +119,9 @@ TEST(GpuGraphs, DecodeStepsReplayedFromGraphsKeepEveryRowsBitsAtBucketEdges) {
       }
       // Sequence 0 alone.
       SAMEBITS_ASSERT_OK(m.forward(ctx, make_batch(1, true, config.vocab_size), &alone));
-      if (mode == Mode::kInvariant) EXPECT_TRUE(same_bits(eager, alone, V)) << "row 0 differs from row 0 alone";
+      if (mode == Mode::kInvariant) {
+        EXPECT_TRUE(same_bits(eager, alone, V)) << "row 0 differs from row 0 alone";
+      }
 
       m.set_graphs(true);
       const Model::GraphStats before = m.graph_stats();
@@ -135,9 +137,10 @@ TEST(GpuGraphs, DecodeStepsReplayedFromGraphsKeepEveryRowsBitsAtBucketEdges) {
       EXPECT_GE(after.replays - before.replays, 2);
     }
   }
-  if (!sanitizer_shapes())
+  if (!sanitizer_shapes()) {
     EXPECT_TRUE(default_padding_differs[Mode::kDefault])
-      << "padding never changed a default-mode row: the reason default mode records exact shapes is untested";
+        << "padding never changed a default-mode row: the reason default mode records exact shapes is untested";
+  }
 }
 
 TEST(GpuGraphs, PrefillAndMixedStepsRunWithoutGraphs) {
