@@ -28,6 +28,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <initializer_list>
 #include <map>
 #include <memory>
 #include <string>
@@ -325,36 +326,27 @@ int main(int argc, char** argv) {
         }
       }
     }
-    // The few-warps decode kernel at each ring depth (kAuto picks one by the launch), graph replays.
-    for (auto [route, ring] : {std::pair{AttentionRoute::kDecodeChainRing2, 2}, {AttentionRoute::kDecodeChainRing4, 4},
-                               {AttentionRoute::kDecodeChainRing8, 8}}) {
-      for (int seqs : {1, 4}) {
+    // A decode kernel forced at one ring depth, graph replays: rows "<kernel>-ring=<ring>/...".
+    auto forced_ring_rows = [&](const char* kernel, AttentionRoute route, int ring, std::initializer_list<int> batches) {
+      for (int seqs : batches) {
         for (int64_t context : {2048, 8192}) {
-          const AttentionRoute r = route;
           benchmark::RegisterBenchmark(
-              absl::StrCat("decode-chain-ring=", ring, "/", m, "/batch=", seqs, "/context=", context).c_str(),
-              [=](benchmark::State& st) { run(st, mode, seqs, context, 1, 128, true, r); })
+              absl::StrCat(kernel, "-ring=", ring, "/", m, "/batch=", seqs, "/context=", context).c_str(),
+              [=](benchmark::State& st) { run(st, mode, seqs, context, 1, 128, true, route); })
               ->UseManualTime()
               ->Iterations(5)
               ->Unit(benchmark::kMicrosecond);
         }
       }
-    }
+    };
+    // The few-warps decode kernel at each ring depth (kAuto picks one by the launch).
+    forced_ring_rows("decode-chain", AttentionRoute::kDecodeChainRing2, 2, {1, 4});
+    forced_ring_rows("decode-chain", AttentionRoute::kDecodeChainRing4, 4, {1, 4});
+    forced_ring_rows("decode-chain", AttentionRoute::kDecodeChainRing8, 8, {1, 4});
     // The four-warps-per-segment decode kernel at each ring depth (kAuto takes it for the smallest
-    // launches), graph replays.
-    for (auto [route, ring] : {std::pair{AttentionRoute::kDecodeSplitRing4, 4}, {AttentionRoute::kDecodeSplitRing8, 8}}) {
-      for (int seqs : {1, 4, 16}) {
-        for (int64_t context : {2048, 8192}) {
-          const AttentionRoute r = route;
-          benchmark::RegisterBenchmark(
-              absl::StrCat("decode-split-ring=", ring, "/", m, "/batch=", seqs, "/context=", context).c_str(),
-              [=](benchmark::State& st) { run(st, mode, seqs, context, 1, 128, true, r); })
-              ->UseManualTime()
-              ->Iterations(5)
-              ->Unit(benchmark::kMicrosecond);
-        }
-      }
-    }
+    // launches).
+    forced_ring_rows("decode-split", AttentionRoute::kDecodeSplitRing4, 4, {1, 4, 16});
+    forced_ring_rows("decode-split", AttentionRoute::kDecodeSplitRing8, 8, {1, 4, 16});
     // Mixed steps: one prefill chunk and decodes in one call (run_mixed).
     for (int64_t chunk : {512, 2048}) {
       for (int decodes : {16, 64}) {
