@@ -148,36 +148,55 @@ absl::Status raise_smem_limit(Kernel kernel, int bytes, bool* done) {
 
 // The decode kernel with kWarps warps per block: kv heads blockIdx.y * kWarps .. + kWarps - 1 of
 // one sequence, each warp on its own (the same work: one sequence's heads have the same keys).
-template <int HD, int kHalves, int kWarps>
+template <int HD, int kHalves, int kWarps, int kExps = cuda::kExpsOwn>
 absl::Status launch_decode(const AttnParams& params, const Extents& e, cudaStream_t stream) {
   constexpr int kBytes = cuda::DecodeLayout<HD, kHalves, cuda::kDecodeRing>::kBytes * kWarps;
   static bool smem_set = false;
-  SAMEBITS_RETURN_IF_ERROR(raise_smem_limit(cuda::attention_decode_kernel<HD, kHalves, kWarps>, kBytes, &smem_set));
+  SAMEBITS_RETURN_IF_ERROR(
+      raise_smem_limit(cuda::attention_decode_kernel<HD, kHalves, kWarps, kExps>, kBytes, &smem_set));
   const dim3 blocks(unsigned(e.decode_slots), unsigned(params.num_kv_heads / kWarps), unsigned(params.num_seqs));
-  cuda::attention_decode_kernel<HD, kHalves, kWarps><<<blocks, 32 * kWarps, kBytes, stream>>>(params, e.grid);
+  cuda::attention_decode_kernel<HD, kHalves, kWarps, kExps><<<blocks, 32 * kWarps, kBytes, stream>>>(params, e.grid);
   return cuda::check_launch("attention_decode_kernel");
 }
+
+// Decode tiles of at most 4 rows in every tile of the launch (one token of up to 4 GQA heads) take
+// the kernels' shared-exponentials softmax (attention_kernel.cuh, kExpsShared): the same bits.
+bool share_exps(const Extents& e) { return e.grid.partial_rows <= 4; }
 
 // Warps per block: the most kv heads of a sequence (8, 4 or 2, dividing num_kv_heads) whose shared
 // memory fits one block, if the blocks still number at least two per SM; else one. Blocks of one
 // warp each made a large batch of short decodes slow: with warps of different blocks at different
 // places in the kernel, half of all stall cycles were instruction fetch (ncu, bench decode-burst:
 // 1000 sequences of 17..148 keys); the warps of one block run the same code at about the same
-// time. Few wide blocks leave SMs idle instead (batch 1-64: up to 0.6x). Speed only: a warp's
-// arithmetic does not depend on its block.
+// time. Few wide blocks leave SMs idle instead (batch 1-64: up to 0.6x). max_warps < 8: blocks of
+// at most that many warps (AttentionRoute::kDecodeKernelFourWarps: two blocks per SM at head_dim
+// 128, whose set-up and drain can overlap each other's arithmetic). Speed only: a warp's arithmetic
+// does not depend on its block.
 template <int HD, int kHalves>
-absl::Status launch_decode_tiles(const AttnParams& params, const Extents& e, bool widest, cudaStream_t stream) {
+absl::Status launch_decode_tiles(const AttnParams& params, const Extents& e, bool widest, int max_warps,
+                                 cudaStream_t stream) {
   constexpr int kWarpBytes = cuda::DecodeLayout<HD, kHalves, cuda::kDecodeRing>::kBytes;
   constexpr int kMaxBlockBytes = 220 * 1024;
   const int64_t warps = e.decode_tiles * params.num_kv_heads * e.decode_slots;
   auto fits = [&](int w) {
-    return params.num_kv_heads % w == 0 && w * kWarpBytes <= kMaxBlockBytes &&
+    return w <= max_warps && params.num_kv_heads % w == 0 && w * kWarpBytes <= kMaxBlockBytes &&
            (widest || warps / w >= int64_t(2) * cuda::device_sm_count());
   };
-  if (fits(8)) return launch_decode<HD, kHalves, 8>(params, e, stream);
-  if (fits(4)) return launch_decode<HD, kHalves, 4>(params, e, stream);
-  if (fits(2)) return launch_decode<HD, kHalves, 2>(params, e, stream);
-  return launch_decode<HD, kHalves, 1>(params, e, stream);
+  constexpr int kShared = kHalves == 1 ? cuda::kExpsShared : cuda::kExpsOwn;
+  if (fits(8)) {
+    return share_exps(e) ? launch_decode<HD, kHalves, 8, kShared>(params, e, stream)
+                         : launch_decode<HD, kHalves, 8>(params, e, stream);
+  }
+  if (fits(4)) {
+    return share_exps(e) ? launch_decode<HD, kHalves, 4, kShared>(params, e, stream)
+                         : launch_decode<HD, kHalves, 4>(params, e, stream);
+  }
+  if (fits(2)) {
+    return share_exps(e) ? launch_decode<HD, kHalves, 2, kShared>(params, e, stream)
+                         : launch_decode<HD, kHalves, 2>(params, e, stream);
+  }
+  return share_exps(e) ? launch_decode<HD, kHalves, 1, kShared>(params, e, stream)
+                       : launch_decode<HD, kHalves, 1>(params, e, stream);
 }
 
 // Decode warps of a launch below which attention_decode_chain_kernel takes its decode tiles (few
@@ -189,15 +208,23 @@ int64_t chain_kernel_below_warps() {
   return int64_t(HD == 128 ? 4 : 16) * cuda::device_sm_count();
 }
 
-template <int HD, int kHalves, int kRing>
+template <int HD, int kHalves, int kRing, int kExps = cuda::kExpsOwn>
 absl::Status launch_chain(const AttnParams& params, const Extents& e, cudaStream_t stream) {
   constexpr int kBytes = cuda::ChainLayout<HD, kRing>::kBytes;
   static bool smem_set = false;
   SAMEBITS_RETURN_IF_ERROR(
-      raise_smem_limit(cuda::attention_decode_chain_kernel<HD, kHalves, kRing>, kBytes, &smem_set));
+      raise_smem_limit(cuda::attention_decode_chain_kernel<HD, kHalves, kRing, kExps>, kBytes, &smem_set));
   const dim3 blocks(unsigned(e.decode_slots), unsigned(params.num_kv_heads), unsigned(params.num_seqs));
-  cuda::attention_decode_chain_kernel<HD, kHalves, kRing><<<blocks, 32, kBytes, stream>>>(params, e.grid);
+  cuda::attention_decode_chain_kernel<HD, kHalves, kRing, kExps><<<blocks, 32, kBytes, stream>>>(params, e.grid);
   return cuda::check_launch("attention_decode_chain_kernel");
+}
+
+// The chain kernel with tiles of at most 8 rows (kHalves = 1), sharing the exponentials where
+// every tile holds at most 4 rows.
+template <int HD, int kRing>
+absl::Status launch_chain_8_rows(const AttnParams& params, const Extents& e, cudaStream_t stream) {
+  return share_exps(e) ? launch_chain<HD, 1, kRing, cuda::kExpsShared>(params, e, stream)
+                       : launch_chain<HD, 1, kRing>(params, e, stream);
 }
 
 // The chain kernel with a ring of `ring` items, tiles of up to 8 rows without the mma rows 8..15
@@ -209,9 +236,9 @@ absl::Status launch_chain(const AttnParams& params, const Extents& e, cudaStream
 template <int HD>
 absl::Status launch_chain_ring(const AttnParams& params, const Extents& e, int ring, cudaStream_t stream) {
   if (e.grid.partial_rows > 8) return launch_chain<HD, 2, cuda::kChainRingShallow>(params, e, stream);
-  if (ring == cuda::kChainRingDeep) return launch_chain<HD, 1, cuda::kChainRingDeep>(params, e, stream);
-  if (ring == cuda::kChainRingMid) return launch_chain<HD, 1, cuda::kChainRingMid>(params, e, stream);
-  return launch_chain<HD, 1, cuda::kChainRingShallow>(params, e, stream);
+  if (ring == cuda::kChainRingDeep) return launch_chain_8_rows<HD, cuda::kChainRingDeep>(params, e, stream);
+  if (ring == cuda::kChainRingMid) return launch_chain_8_rows<HD, cuda::kChainRingMid>(params, e, stream);
+  return launch_chain_8_rows<HD, cuda::kChainRingShallow>(params, e, stream);
 }
 
 // The ring depth a route forces on the chain kernel (0: none).
@@ -226,21 +253,29 @@ int forced_chain_ring(AttentionRoute route) {
 
 // The decode tiles (at most 8 rows) on attention_decode_split_kernel: four warps per (segment, kv
 // head), a ring of `ring` sub-block items.
-template <int HD, int kRing>
+template <int HD, int kRing, int kExps>
 absl::Status launch_split(const AttnParams& params, const Extents& e, cudaStream_t stream) {
   constexpr int kBytes = cuda::SplitLayout<HD, kRing>::kBytes;
   static bool smem_set = false;
-  SAMEBITS_RETURN_IF_ERROR(raise_smem_limit(cuda::attention_decode_split_kernel<HD, kRing>, kBytes, &smem_set));
+  SAMEBITS_RETURN_IF_ERROR(
+      raise_smem_limit(cuda::attention_decode_split_kernel<HD, kRing, kExps>, kBytes, &smem_set));
   const dim3 blocks(unsigned(e.decode_slots), unsigned(params.num_kv_heads), unsigned(params.num_seqs));
-  cuda::attention_decode_split_kernel<HD, kRing><<<blocks, 32 * cuda::kSplitWarps, kBytes, stream>>>(params, e.grid);
+  cuda::attention_decode_split_kernel<HD, kRing, kExps>
+      <<<blocks, 32 * cuda::kSplitWarps, kBytes, stream>>>(params, e.grid);
   return cuda::check_launch("attention_decode_split_kernel");
+}
+
+template <int HD, int kRing>
+absl::Status launch_split_8_rows(const AttnParams& params, const Extents& e, cudaStream_t stream) {
+  return share_exps(e) ? launch_split<HD, kRing, cuda::kExpsShared>(params, e, stream)
+                       : launch_split<HD, kRing, cuda::kExpsOwn>(params, e, stream);
 }
 
 template <int HD>
 absl::Status launch_split_ring(const AttnParams& params, const Extents& e, int ring, cudaStream_t stream) {
   if (e.grid.partial_rows > 8) return launch_chain<HD, 2, cuda::kChainRingShallow>(params, e, stream);
-  if (ring == cuda::kSplitRingDeep) return launch_split<HD, cuda::kSplitRingDeep>(params, e, stream);
-  return launch_split<HD, cuda::kSplitRingMid>(params, e, stream);
+  if (ring == cuda::kSplitRingDeep) return launch_split_8_rows<HD, cuda::kSplitRingDeep>(params, e, stream);
+  return launch_split_8_rows<HD, cuda::kSplitRingMid>(params, e, stream);
 }
 
 // The ring depth a route forces on the split kernel (0: none).
@@ -330,17 +365,21 @@ absl::Status launch(const AttnParams& base, const Extents& e, AttentionRoute rou
   if (grid.max_segments > 0) {
     // Tiles of at most 8 rows (every decode tile of the launch): the kernel without mma rows 8..15.
     const bool widest = route == AttentionRoute::kDecodeKernelWide;
+    const bool four_warps = route == AttentionRoute::kDecodeKernelFourWarps;
+    const int max_warps = four_warps ? 4 : 8;
     const int64_t warps = e.decode_tiles * base.num_kv_heads * e.decode_slots;
     const int ring = forced_chain_ring(route), split_ring = forced_split_ring(route);
+    const bool planted = route == AttentionRoute::kDecodeSharedExpsPlanted && share_exps(e);
     const absl::Status st =
-        split_ring > 0 ? launch_split_ring<HD>(params, e, split_ring, stream)
+        planted        ? launch_decode<HD, 1, 1, cuda::kExpsSharedPlanted>(params, e, stream)
+        : split_ring > 0 ? launch_split_ring<HD>(params, e, split_ring, stream)
         : ring > 0     ? launch_chain_ring<HD>(params, e, ring, stream)
-        : !widest && warps <= split_kernel_max_units<HD>() && grid.partial_rows <= 8
+        : !widest && !four_warps && warps <= split_kernel_max_units<HD>() && grid.partial_rows <= 8
             ? launch_split_ring<HD>(params, e, cuda::kSplitRingDeep, stream)
-        : !widest && warps < chain_kernel_below_warps<HD>()
+        : !widest && !four_warps && warps < chain_kernel_below_warps<HD>()
             ? launch_chain_ring<HD>(params, e, cuda::kChainRingShallow, stream)
-        : grid.partial_rows <= 8 ? launch_decode_tiles<HD, 1>(params, e, widest, stream)
-                                 : launch_decode_tiles<HD, 2>(params, e, widest, stream);
+        : grid.partial_rows <= 8 ? launch_decode_tiles<HD, 1>(params, e, widest, max_warps, stream)
+                                 : launch_decode_tiles<HD, 2>(params, e, widest, max_warps, stream);
     if (!st.ok()) return st;
   }
   if (grid.max_segments > 1) {

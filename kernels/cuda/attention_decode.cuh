@@ -13,9 +13,13 @@
 // kHalves = 1 (every decode tile of the launch holds at most 8 rows, e.g. 4 GQA heads x 1 token):
 // the mma rows 8..15 take no registers and the Q tile holds 8 rows (attend_* in
 // attention_kernel.cuh), so at head_dim 128 eight warps fit an SM (26 KiB each with kRing = 3).
-// Copies: each lane first resolves one key row through the block table (key lane of the half),
-// then the rows are copied in 16-byte cp.async chunks, CH lanes per row, the row offsets passed by
-// shuffles; keys beyond the context are zero-filled. A K half whose keys all lie outside the
+// Copies (copy_half_rows): each lane first resolves one key row through the block table (key lane
+// of the half), then the rows are copied in 16-byte cp.async chunks, two lanes per row and 16 rows
+// per instruction, the row offsets passed by shuffles once per 16 rows; keys beyond the context
+// are zero-filled. At short contexts the warps' instructions per key, not the bytes, bound this
+// kernel (bench/cuda/NOTES.md: head_dim 64 took nearly the time of 128), hence the cheap copies
+// and, for tiles of at most 4 rows, the softmax's exponentials shared with the idle lanes
+// (kExpsShared, attention_kernel.cuh). A K half whose keys all lie outside the
 // segment's key range is neither copied nor multiplied (its scores are masked whatever they
 // hold); a V half wholly beyond the context is not copied and enters P V as zero fragments (what
 // the zero-filled copy would have held).
@@ -228,13 +232,40 @@ __device__ __forceinline__ bool k_half_needed(int64_t key0, int64_t lo, int64_t 
   return key0 < hi && key0 + kHalfKeys > lo;
 }
 
-template <int HD, int kHalves, int kWarps>
+// Copies the K (is_k) or V rows of keys key0 .. key0 + 31 of the tile's kv head into a ring buffer
+// at dst (HalfRows layout), zero-filled beyond the context. Lane l resolves key key0 + l
+// (resolve_key_row); then each row is copied by a pair of lanes, lane 2k + e taking chunks e, e + 2,
+// ... of row k (and of row k + 16 in the second pass): every copy instruction moves whole 32-byte
+// sectors of 16 rows, and a pass needs the row offsets from the resolving lanes once (three
+// shuffles) instead of once per two rows. Fewer instructions per byte: the copies of short
+// contexts are issued by the same warps that run the arithmetic (bench/cuda/NOTES.md).
+template <int HD>
+__device__ __forceinline__ void copy_half_rows(const AttnParams& P, const DecodeTile& t, bool from_new, bool is_k,
+                                               int64_t key0, uint32_t dst, int lane) {
+  constexpr int CH = HD / 8;  // 16-byte chunks per row
+  const KeyRow row = resolve_key_row(P, t.table, t.s, t.g, HD, t.qs, t.cached, t.context, from_new, key0 + lane);
+  const bf16* cache = is_k ? P.k_cache : P.v_cache;
+  const bf16* fresh = is_k ? P.k_new : P.v_new;
+  const int e = lane & 1;
+#pragma unroll 1  // two passes; unrolled, their copies took registers the kernel spilled
+  for (int pass = 0; pass < kHalfKeys / 16; ++pass) {
+    const int r = pass * 16 + (lane >> 1);
+    const long long o = __shfl_sync(0xffffffffu, (long long)row.off, r);
+    const int w = __shfl_sync(0xffffffffu, row.where, r);
+    const bf16* src = (w == 2 ? fresh : cache) + o;
+#pragma unroll
+    for (int i = 0; i < CH / 2; ++i) {
+      const int ch = 2 * i + e;
+      cp_async_16(dst + swizzled(r, ch, CH), src + ch * 8, w != 0);
+    }
+  }
+}
+
+template <int HD, int kHalves, int kWarps, int kExps = kExpsOwn>
 __global__ void __launch_bounds__(32 * kWarps) attention_decode_kernel(AttnParams P, DecodeGrid grid) {
   constexpr int kRing = kDecodeRing;
   using L = DecodeLayout<HD, kHalves, kRing>;
-  constexpr int CH = HD / 8;             // 16-byte chunks per row
-  constexpr int NTD = HD / 8;            // n8 tiles over head_dim
-  constexpr int kRowsPerCopy = 32 / CH;  // key rows one warp instruction copies
+  constexpr int NTD = HD / 8;  // n8 tiles over head_dim
   constexpr int kQRows = 8 * kHalves;
   extern __shared__ __align__(128) unsigned char smem[];
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
@@ -242,10 +273,9 @@ __global__ void __launch_bounds__(32 * kWarps) attention_decode_kernel(AttnParam
   const uint32_t buffers = q_s + L::kQBytes;
   DecodeTile t;
   if (!decode_tile_setup(P, int(blockIdx.z), int(blockIdx.y) * kWarps + warp, lane, &t)) return;
-  const int s = t.s, g = t.g, nseg = t.nseg;
-  const int64_t qs = t.qs, context = t.context, cached = t.cached;
+  const int nseg = t.nseg;
+  const int64_t context = t.context, cached = t.cached;
   const bool reads_new = t.reads_new;
-  const int32_t* table = t.table;
   load_decode_q<HD, kQRows>(P, t, q_s, lane);
   int64_t pos[2];
   decode_positions<kHalves>(t, lane, pos);
@@ -277,25 +307,13 @@ __global__ void __launch_bounds__(32 * kWarps) attention_decode_kernel(AttnParam
 
   // Issues the rows at the cursor into buffer `buf` as one cp.async group (an empty group when
   // nothing is left or the half is not needed, so that every item is one group) and advances the
-  // cursor. Lane l resolves key l of the half (resolve_key_row); each copy instruction takes its
-  // row from the lanes by shuffles.
+  // cursor (copy_half_rows).
   auto issue = [&](int buf) {
     if (next_load.c < nseg) {
       const int64_t key0 = next_load.sb_first + int64_t(next_load.i) * kAttnKeys + kHalfKeys * (next_load.part & 1);
       const bool is_k = next_load.part < 2;
       if (is_k ? k_half_needed(key0, next_load.lo, next_load.hi) : key0 < context) {
-        const KeyRow row = resolve_key_row(P, table, s, g, HD, qs, cached, context, next_load.from_new, key0 + lane);
-        const bf16* cache = is_k ? P.k_cache : P.v_cache;
-        const bf16* fresh = is_k ? P.k_new : P.v_new;
-        const uint32_t dst = buffers + buf * L::kItemBytes;
-        const int ch = lane % CH, sub = lane / CH;
-#pragma unroll
-        for (int i = 0; i < kHalfKeys / kRowsPerCopy; ++i) {
-          const int r = i * kRowsPerCopy + sub;
-          const long long o = __shfl_sync(0xffffffffu, (long long)row.off, r);
-          const int w = __shfl_sync(0xffffffffu, row.where, r);
-          cp_async_16(dst + swizzled(r, ch, CH), (w == 2 ? fresh : cache) + o + ch * 8, w != 0);
-        }
+        copy_half_rows<HD>(P, t, next_load.from_new, is_k, key0, buffers + buf * L::kItemBytes, lane);
       }
       if (++next_load.part == 4) {
         next_load.part = 0;
@@ -331,7 +349,7 @@ __global__ void __launch_bounds__(32 * kWarps) attention_decode_kernel(AttnParam
       // runs after K hi's buffer is released, so that the next copy is in flight meanwhile.
 #pragma unroll 1
       for (int part = 0; part < 4; ++part) {
-        if (part == 2 && any) attend_softmax<kHalves>(sb0, cur.rg, active, P.scale, sc, alpha, m, l, first);
+        if (part == 2 && any) attend_softmax<kHalves, kExps>(sb0, cur.rg, active, P.scale, sc, alpha, m, l, first);
         cp_async_wait<kRing - 1>();
         __syncwarp();  // the other lanes' copies (and the Q tile) are in
         const uint32_t rows = buffers + (consumed % kRing) * L::kItemBytes;

@@ -41,7 +41,7 @@ struct ChainLayout {
   static constexpr int kBytes = kBuffers + kRing * kRowsBytes;
 };
 
-template <int HD, int kHalves, int kRing>
+template <int HD, int kHalves, int kRing, int kExps = kExpsOwn>
 __global__ void __launch_bounds__(32) attention_decode_chain_kernel(AttnParams P, DecodeGrid grid) {
   using L = ChainLayout<HD, kRing>;
   constexpr int CH = HD / 8;             // 16-byte chunks per row
@@ -149,7 +149,7 @@ __global__ void __launch_bounds__(32) attention_decode_chain_kernel(AttnParams P
       const uint32_t k_rows = wait_item();
       if (any) {
         attend_score_keys<HD, kHalves, 0, 4>(q_s, 0, k_rows, SwizzledRows<HD>{}, sc);
-        attend_softmax<kHalves>(sb0, cur.rg, active, P.scale, sc, alpha, m, l, first);
+        attend_softmax<kHalves, kExps>(sb0, cur.rg, active, P.scale, sc, alpha, m, l, first);
       }
       release_item();
       const uint32_t v_rows = wait_item();

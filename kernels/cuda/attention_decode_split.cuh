@@ -41,7 +41,7 @@ struct SplitLayout {
   static constexpr int kBytes = kQBytes + kScoreBytes + kRing * kRowsBytes;
 };
 
-template <int HD, int kRing>
+template <int HD, int kRing, int kExps = kExpsOwn>
 __global__ void __launch_bounds__(32 * kSplitWarps) attention_decode_split_kernel(AttnParams P, DecodeGrid grid) {
   constexpr int kHalves = 1;
   using L = SplitLayout<HD, kRing>;
@@ -164,7 +164,7 @@ __global__ void __launch_bounds__(32 * kSplitWarps) attention_decode_split_kerne
           sc[nt][0] = v.x;
           sc[nt][1] = v.y;
         }
-        attend_softmax<kHalves>(sb0, cur.rg, active, P.scale, sc, alpha, m, l, first);
+        attend_softmax<kHalves, kExps>(sb0, cur.rg, active, P.scale, sc, alpha, m, l, first);
       }
       // Its barrier also keeps the scores until every warp has read them.
       const uint32_t v_rows = wait_item();

@@ -192,7 +192,18 @@ __device__ __forceinline__ void attend_score_keys(uint32_t q_s, int q_row0, uint
 // rows are inactive in every lane (a decode tile's rows 8..15) is left as that arithmetic would
 // leave it (scores 0, alpha 1) without computing it. The key range is compared as columns of
 // this sub-block (int, exact): scores of columns outside it are replaced whatever they hold.
-template <int kHalves>
+// kExps = kExpsShared (kHalves = 1, a tile of at most 4 rows, e.g. one decode token of 4 GQA
+// heads): rows 4..7 are absent, so lanes 16..31, which hold them, compute the exponentials of the
+// n8 tiles 4..7 of the row of lane - 16 (received by shuffles, returned the same way): each
+// exponential is the same function of the same two values wherever it runs, and the owner lane
+// sums its 16 columns in the same order, so the bits are those of kExpsOwn with half the
+// exponentials per lane (the decode kernels' instructions per key are their bound at short
+// contexts: bench/cuda/NOTES.md). The absent rows end with scores 0, as kExpsOwn leaves them.
+// kExpsSharedPlanted (tests only): the same, but the exponentials of tiles 4..7 returned to the
+// owner with each pair of adjacent columns swapped, a slip in the shared path that the bitwise
+// route comparisons must see.
+constexpr int kExpsOwn = 0, kExpsShared = 1, kExpsSharedPlanted = 2;
+template <int kHalves, int kExps = kExpsOwn>
 __device__ __forceinline__ void attend_softmax(int64_t sb0, const SegRange (&rg)[2], const bool (&active)[2],
                                                float scale, float (&sc)[8][4], float (&alpha)[2], float (&m)[2],
                                                float (&l)[2], bool (&first)[2]) {
@@ -224,15 +235,39 @@ __device__ __forceinline__ void attend_softmax(int64_t sb0, const SegRange (&rg)
     const float m_new = first[h] ? mx : fmaxf(m[h], mx);
     alpha[h] = active[h] ? (first[h] ? 0.0f : fixed_expf(m[h] - m_new)) : 1.0f;
     float sum = 0.0f;
+    if constexpr (kExps != kExpsOwn) {
+      static_assert(kHalves == 1, "rows 4..7 of the first half are the spare lanes");
+      const bool owner = lane < 16;
+      const float m_use = owner ? m_new : __shfl_xor_sync(0xffffffffu, m_new, 16);
+      const bool act_use = owner ? active[h] : __shfl_xor_sync(0xffffffffu, int(active[h]), 16) != 0;
+      float p[8];  // owners: their columns of n8 tiles 0..3; the others: their owner's of tiles 4..7
 #pragma unroll
-    for (int nt = 0; nt < 8; ++nt)
-#pragma unroll
-      for (int e = 0; e < 2; ++e) {
-        const float x = sc[nt][2 * h + e];
-        const float p = (active[h] && x != -INFINITY) ? fixed_expf(x - m_new) : 0.0f;
-        sc[nt][2 * h + e] = p;
-        sum = sum + p;
+      for (int j = 0; j < 8; ++j) {
+        const float theirs = __shfl_xor_sync(0xffffffffu, sc[4 + j / 2][j % 2], 16);
+        const float x = owner ? sc[j / 2][j % 2] : theirs;
+        p[j] = (act_use && x != -INFINITY) ? fixed_expf(x - m_use) : 0.0f;
       }
+#pragma unroll
+      for (int j = 0; j < 8; ++j) {
+        const float back = __shfl_xor_sync(0xffffffffu, p[kExps == kExpsSharedPlanted ? j ^ 1 : j], 16);
+        sc[j / 2][j % 2] = owner ? p[j] : 0.0f;
+        sc[4 + j / 2][j % 2] = owner ? back : 0.0f;
+      }
+#pragma unroll
+      for (int nt = 0; nt < 8; ++nt)
+#pragma unroll
+        for (int e = 0; e < 2; ++e) sum = sum + sc[nt][e];
+    } else {
+#pragma unroll
+      for (int nt = 0; nt < 8; ++nt)
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          const float x = sc[nt][2 * h + e];
+          const float p = (active[h] && x != -INFINITY) ? fixed_expf(x - m_new) : 0.0f;
+          sc[nt][2 * h + e] = p;
+          sum = sum + p;
+        }
+    }
     sum = sum + __shfl_xor_sync(0xffffffffu, sum, 1);
     sum = sum + __shfl_xor_sync(0xffffffffu, sum, 2);
     if (active[h]) {

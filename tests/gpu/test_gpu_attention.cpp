@@ -268,12 +268,13 @@ TEST(GpuAttention, DecodeKernelEqualsGeneralKernelBitwise) {
         std::vector<absl::StatusOr<std::vector<std::vector<bf16>>>> rings;
         const char* ring_names[] = {"the chain kernel with ring 2", "the chain kernel with ring 4",
                                     "the chain kernel with ring 8", "the split kernel with ring 4",
-                                    "the split kernel with ring 8"};
+                                    "the split kernel with ring 8", "the decode kernel in blocks of 4 warps"};
         for (auto ring : {attention_routed<AttentionRoute::kDecodeChainRing2>,
                           attention_routed<AttentionRoute::kDecodeChainRing4>,
                           attention_routed<AttentionRoute::kDecodeChainRing8>,
                           attention_routed<AttentionRoute::kDecodeSplitRing4>,
-                          attention_routed<AttentionRoute::kDecodeSplitRing8>}) {
+                          attention_routed<AttentionRoute::kDecodeSplitRing8>,
+                          attention_routed<AttentionRoute::kDecodeKernelFourWarps>}) {
           o.attention = ring;
           rings.push_back(route_step_g(*gpu, shape, seqs, cached, o));
           ASSERT_TRUE(rings.back().ok()) << rings.back().status();
@@ -311,6 +312,41 @@ TEST(GpuAttention, DecodeKernelEqualsGeneralKernelBitwise) {
     }
   }
 }
+// The inverse of the route comparisons above for the decode kernels' shared-exponentials softmax
+// (tiles of at most 4 rows: kExpsShared, taken by every decode route on these batches): the same
+// path with two columns' exponentials swapped (kDecodeSharedExpsPlanted) must be seen to differ,
+// and only where the tiles take it.
+TEST(GpuAttention, PlantedSharedExpsSumOrderIsSeen) {
+  SAMEBITS_REQUIRE_GPU();
+  for (const AttnShapeG& shape : shapes()) {
+    const int group = shape.hq / shape.hkv;
+    std::vector<SeqG> seqs;
+    std::vector<int64_t> cached;
+    for (int64_t len : {17, 82, 148, 300, 560}) {
+      seqs.push_back(make_seq_g(shape, len, 60 + len));
+      cached.push_back(len - 1);
+    }
+    for (const PlanCaseG& rc : plan_cases_g()) {
+      SCOPED_TRACE(absl::StrCat(shape.name(), " ", rc.name()));
+      StepOptionsG o = opts(rc.mode);
+      o.plan = rc.plan;
+      o.attention = attention_routed<AttentionRoute::kGeneralOnly>;
+      auto general = route_step_g(*gpu, shape, seqs, cached, o);
+      o.attention = attention_routed<AttentionRoute::kDecodeSharedExpsPlanted>;
+      auto planted = route_step_g(*gpu, shape, seqs, cached, o);
+      ASSERT_TRUE(general.ok()) << general.status();
+      ASSERT_TRUE(planted.ok()) << planted.status();
+      int differing = 0;
+      for (size_t i = 0; i < seqs.size(); ++i) differing += first_diff((*general)[i], (*planted)[i]) >= 0 ? 1 : 0;
+      if (group <= 4) {
+        EXPECT_GT(differing, 0) << "the planted sum order went unseen";
+      } else {
+        EXPECT_EQ(differing, 0) << "tiles of " << group << " rows do not take the shared path";
+      }
+    }
+  }
+}
+
 TEST(GpuAttention, BadLayoutWithoutHostMirrorsIsReportedByTheDevice) {
   SAMEBITS_REQUIRE_GPU();
   const AttnShapeG shape = kShapes[0];
