@@ -136,7 +136,16 @@ struct DecodeTile {
 
 // Fills *t; false when this block has nothing to do for it: a bad layout (reported by the first
 // block's first lane), no decode tile, or no segment for slot blockIdx.x.
+// Before anything waits on query_start / context_lens, the block table's line of this slot's first
+// segment (invariant mode: keys from blockIdx.x * split_size; default mode: the row's start) is
+// prefetched, so that the first copy's row lookups hit L1 instead of waiting on a second round
+// trip (a short context's set-up is a chain of such waits).
 __device__ __forceinline__ bool decode_tile_setup(const AttnParams& P, int s, int g, int lane, DecodeTile* t) {
+  if (lane == 0 && P.max_blocks_per_seq > 0) {
+    const int64_t first = P.split_count_kind ? 0 : int64_t(blockIdx.x) * P.split_size / P.block_size;
+    const int64_t entry = int64_t(s) * P.max_blocks_per_seq + min(first, int64_t(P.max_blocks_per_seq - 1));
+    asm volatile("prefetch.global.L1 [%0];\n" ::"l"(P.block_tables + entry));
+  }
   const bool reporter = blockIdx.x == 0 && g == 0 && lane == 0;
   if (reporter && s == 0) attention_report_bad_ends(P);
   if (!attention_sequence_ok(P, s, reporter)) return false;

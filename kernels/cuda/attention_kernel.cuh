@@ -74,7 +74,9 @@ __device__ __forceinline__ SegRange segment_range(const AttnParams& P, bool read
 // Where key j of sequence s (kv head g) is read from: the offset of its row in elements and the
 // source: 1 the paged cache (through the block table), 2 this step's k_new / v_new (from_new and
 // j >= cached), 0 nothing (beyond the context, or a bad block-table entry, which is reported):
-// the copy then zero-fills the row.
+// the copy then zero-fills the row. A block size that is a power of two (every one that divides a
+// power-of-two split size) is applied by a shift and a mask: an integer division is some twenty
+// instructions, and the decode kernels resolve a key row for every 32 keys they copy.
 struct KeyRow {
   int64_t off;
   int where;
@@ -84,10 +86,18 @@ __device__ __forceinline__ KeyRow resolve_key_row(const AttnParams& P, const int
                                                   int64_t j) {
   if (j < context && from_new && j >= cached) return KeyRow{((qs + (j - cached)) * P.num_kv_heads + g) * hd, 2};
   if (j < context) {
-    const int jj = int(j);
-    const int32_t blk = table[jj / P.block_size];
+    const int jj = int(j), bs = P.block_size;
+    int index, slot;
+    if ((bs & (bs - 1)) == 0) {
+      index = jj >> (__ffs(bs) - 1);
+      slot = jj & (bs - 1);
+    } else {
+      index = jj / bs;
+      slot = jj % bs;
+    }
+    const int32_t blk = table[index];
     if (blk >= 0 && blk < P.num_blocks) {
-      return KeyRow{((int64_t(blk) * P.block_size + jj % P.block_size) * P.num_kv_heads + g) * hd, 1};
+      return KeyRow{((int64_t(blk) * bs + slot) * P.num_kv_heads + g) * hd, 1};
     }
     report_device_error(P.mailbox, kErrAttentionBlock, s, blk, P.num_blocks);
   }
