@@ -7,8 +7,9 @@
 // decode-graph: the small batches again, timed as replays of a CUDA graph of the calls (device
 // time without each call's host work, as the engine's captured steps see it); decode-kernel,
 // decode-kernel-wide, decode-64row: the decode routes forced (AttentionRoute); decode-chain-ring=
-// 2|4|8: the few-warps decode kernel with that ring depth, graph replays; decode-burst-four-warps:
-// the decode-burst rows on the decode kernel in blocks of at most 4 warps;
+// 2|4|8: the few-warps decode kernel with that ring depth, graph replays; decode-burst-wide,
+// decode-burst-four-warps: the decode-burst rows on the decode kernel in blocks of 8 warps or of
+// at most 4;
 // decode-split=64|128: invariant mode with another fixed split size (prefill-split= likewise);
 // decode-items=4|16: default mode planned for that many items per unit instead of 8;
 // floor = the K and V bytes read once at the measured copy bandwidth (frac_bw = floor / time).
@@ -310,13 +311,17 @@ int main(int argc, char** argv) {
         }
       }
     }
-    // The same bursts on the decode kernel in blocks of at most 4 warps (kDecodeKernelFourWarps).
-    for (int hd : {128, 64}) {
-      for (int seqs : {256, 1000}) {
-        add(absl::StrCat("decode-burst-four-warps/", m, "/", hd == 128 ? "" : "hd=64/", "batch=", seqs),
-            [=](benchmark::State& st) {
-              run(st, mode, seqs, 0, 1, hd, true, AttentionRoute::kDecodeKernelFourWarps, Burst::kScattered);
-            });
+    // The same bursts on the decode kernel in blocks of 8 warps (kDecodeKernelWide) and of at most 4
+    // (kDecodeKernelFourWarps: two blocks per SM).
+    for (auto [route, name] : {std::pair{AttentionRoute::kDecodeKernelWide, "decode-burst-wide/"},
+                               {AttentionRoute::kDecodeKernelFourWarps, "decode-burst-four-warps/"}}) {
+      for (int hd : {128, 64}) {
+        for (int seqs : {256, 1000}) {
+          const AttentionRoute r = route;
+          add(absl::StrCat(name, m, "/", hd == 128 ? "" : "hd=64/", "batch=", seqs), [=](benchmark::State& st) {
+            run(st, mode, seqs, 0, 1, hd, true, r, Burst::kScattered);
+          });
+        }
       }
     }
     // Both kernels that can take decode tiles, forced (kAuto picks one by the batch).

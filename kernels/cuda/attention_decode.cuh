@@ -337,7 +337,7 @@ __global__ void __launch_bounds__(32 * kWarps) attention_decode_kernel(AttnParam
   // of a sub-block appear once in the code (loops not unrolled): with several short-lived warps per
   // SM at different places in the kernel, instruction fetch, not the copies, bounded a larger
   // version of this kernel at short contexts (ncu: half of all stall cycles).
-  int consumed = 0;
+  int slot = 0;  // buffer of the next item to read: (items consumed) % kRing, kept without a division
 #pragma unroll 1
   for (int b = 0; b < kRing; ++b) issue(b);
 
@@ -361,7 +361,7 @@ __global__ void __launch_bounds__(32 * kWarps) attention_decode_kernel(AttnParam
         if (part == 2 && any) attend_softmax<kHalves, kExps>(sb0, cur.rg, active, P.scale, sc, alpha, m, l, first);
         cp_async_wait<kRing - 1>();
         __syncwarp();  // the other lanes' copies (and the Q tile) are in
-        const uint32_t rows = buffers + (consumed % kRing) * L::kItemBytes;
+        const uint32_t rows = buffers + slot * L::kItemBytes;
         if (any) {
           const int64_t key0 = sb0 + kHalfKeys * (part & 1);
           if (part == 0) {
@@ -379,8 +379,8 @@ __global__ void __launch_bounds__(32 * kWarps) attention_decode_kernel(AttnParam
           }
         }
         __syncwarp();  // every lane is done with the buffer before it is refilled
-        issue(consumed % kRing);
-        ++consumed;
+        issue(slot);
+        slot = slot + 1 == kRing ? 0 : slot + 1;
       }
     }
 

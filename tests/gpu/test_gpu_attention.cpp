@@ -316,7 +316,7 @@ TEST(GpuAttention, DecodeKernelEqualsGeneralKernelBitwise) {
 // (tiles of at most 4 rows: kExpsShared, taken by every decode route on these batches): the same
 // path with two columns' exponentials swapped (kDecodeSharedExpsPlanted) must be seen to differ,
 // and only where the tiles take it.
-TEST(GpuAttention, PlantedSharedExpsSumOrderIsSeen) {
+TEST(GpuAttention, PlantedSharedExpsSlipIsSeen) {
   SAMEBITS_REQUIRE_GPU();
   for (const AttnShapeG& shape : shapes()) {
     const int group = shape.hq / shape.hkv;
