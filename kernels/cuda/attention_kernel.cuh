@@ -248,8 +248,11 @@ __device__ __forceinline__ void attend_softmax(int64_t sb0, const SegRange (&rg)
     if constexpr (kExps != kExpsOwn) {
       static_assert(kHalves == 1, "rows 4..7 of the first half are the spare lanes");
       const bool owner = lane < 16;
-      const float m_use = owner ? m_new : __shfl_xor_sync(0xffffffffu, m_new, 16);
-      const bool act_use = owner ? active[h] : __shfl_xor_sync(0xffffffffu, int(active[h]), 16) != 0;
+      // Every lane takes part in every shuffle (a shuffle under a lane-dependent condition hangs).
+      const float m_theirs = __shfl_xor_sync(0xffffffffu, m_new, 16);
+      const int active_theirs = __shfl_xor_sync(0xffffffffu, int(active[h]), 16);
+      const float m_use = owner ? m_new : m_theirs;
+      const bool act_use = owner ? active[h] : active_theirs != 0;
       float p[8];  // owners: their columns of n8 tiles 0..3; the others: their owner's of tiles 4..7
 #pragma unroll
       for (int j = 0; j < 8; ++j) {
