@@ -169,9 +169,8 @@ bool share_exps(const Extents& e) { return e.grid.partial_rows <= 4; }
 // places in the kernel, half of all stall cycles were instruction fetch (ncu, bench decode-burst:
 // 1000 sequences of 17..148 keys); the warps of one block run the same code at about the same
 // time. Few wide blocks leave SMs idle instead (batch 1-64: up to 0.6x). max_warps < 8: blocks of
-// at most that many warps (AttentionRoute::kDecodeKernelFourWarps: two blocks per SM at head_dim
-// 128, whose set-up and drain can overlap each other's arithmetic). Speed only: a warp's arithmetic
-// does not depend on its block.
+// at most that many warps (launch() says when). Speed only: a warp's arithmetic does not depend on
+// its block.
 template <int HD, int kHalves>
 absl::Status launch_decode_tiles(const AttnParams& params, const Extents& e, bool widest, int max_warps,
                                  cudaStream_t stream) {
@@ -366,7 +365,11 @@ absl::Status launch(const AttnParams& base, const Extents& e, AttentionRoute rou
     // Tiles of at most 8 rows (every decode tile of the launch): the kernel without mma rows 8..15.
     const bool widest = route == AttentionRoute::kDecodeKernelWide;
     const bool four_warps = route == AttentionRoute::kDecodeKernelFourWarps;
-    const int max_warps = four_warps ? 4 : 8;
+    // Tiles of one segment (short contexts, e.g. the burst's 17..148 keys): blocks of at most 4
+    // warps, two per SM at head_dim 128, whose set-up and drain overlap each other's work
+    // (bench/cuda/NOTES.md, decode-burst-four-warps vs decode-burst-wide, 1000 sequences: 0.95x
+    // the time at both head dims). Longer contexts keep the widest blocks (not measured otherwise).
+    const int max_warps = !widest && (four_warps || grid.max_segments == 1) ? 4 : 8;
     const int64_t warps = e.decode_tiles * base.num_kv_heads * e.decode_slots;
     const int ring = forced_chain_ring(route), split_ring = forced_split_ring(route);
     const bool planted = route == AttentionRoute::kDecodeSharedExpsPlanted && share_exps(e);

@@ -14,12 +14,12 @@
 // the mma rows 8..15 take no registers and the Q tile holds 8 rows (attend_* in
 // attention_kernel.cuh), so at head_dim 128 eight warps fit an SM (26 KiB each with kRing = 3).
 // Copies (copy_half_rows): each lane first resolves one key row through the block table (key lane
-// of the half), then the rows are copied in 16-byte cp.async chunks, two lanes per row and 16 rows
-// per instruction, the row offsets passed by shuffles once per 16 rows; keys beyond the context
-// are zero-filled. At short contexts the warps' instructions per key, not the bytes, bound this
-// kernel (bench/cuda/NOTES.md: head_dim 64 took nearly the time of 128), hence the cheap copies
-// and, for tiles of at most 4 rows, the softmax's exponentials shared with the idle lanes
-// (kExpsShared, attention_kernel.cuh). A K half whose keys all lie outside the
+// of the half), then the rows are copied in 16-byte cp.async chunks (head_dim 128: 16 lanes per
+// row; 64: two), the row offsets passed by shuffles; keys beyond the context are zero-filled. At
+// short contexts the warps' instructions per key bound this kernel more than the bytes do
+// (bench/cuda/NOTES.md: head_dim 64 took 0.75x the time of 128 on the burst rows), hence, for
+// tiles of at most 4 rows, the softmax's exponentials shared with the idle lanes (kExpsShared,
+// attention_kernel.cuh). A K half whose keys all lie outside the
 // segment's key range is neither copied nor multiplied (its scores are masked whatever they
 // hold); a V half wholly beyond the context is not copied and enters P V as zero fragments (what
 // the zero-filled copy would have held).
@@ -243,11 +243,14 @@ __device__ __forceinline__ bool k_half_needed(int64_t key0, int64_t lo, int64_t 
 
 // Copies the K (is_k) or V rows of keys key0 .. key0 + 31 of the tile's kv head into a ring buffer
 // at dst (HalfRows layout), zero-filled beyond the context. Lane l resolves key key0 + l
-// (resolve_key_row); then each row is copied by a pair of lanes, lane 2k + e taking chunks e, e + 2,
-// ... of row k (and of row k + 16 in the second pass): every copy instruction moves whole 32-byte
-// sectors of 16 rows, and a pass needs the row offsets from the resolving lanes once (three
-// shuffles) instead of once per two rows. Fewer instructions per byte: the copies of short
-// contexts are issued by the same warps that run the arithmetic (bench/cuda/NOTES.md).
+// (resolve_key_row); the copy instructions take the row offsets from the resolving lanes by
+// shuffles. Head_dim 128: CH = 16 lanes per row, two whole 256-byte rows per instruction (three
+// shuffles per instruction). Head_dim 64: a pair of lanes per row, lane 2k + e taking chunks e,
+// e + 2, ... of row k (and of row k + 16 in the second pass), 16 rows per instruction in whole
+// 32-byte sectors, three shuffles per 16 rows. Measured on the H200 (bench/cuda/NOTES.md,
+// 2026-12-01 ~18:50): the pairs made head_dim 64 faster at every batch (fewer instructions), but
+// head_dim 128 up to 15% slower wherever the copies are the bound (four times the L2 requests
+// per byte), so each keeps its own.
 template <int HD>
 __device__ __forceinline__ void copy_half_rows(const AttnParams& P, const DecodeTile& t, bool from_new, bool is_k,
                                                int64_t key0, uint32_t dst, int lane) {
@@ -255,17 +258,29 @@ __device__ __forceinline__ void copy_half_rows(const AttnParams& P, const Decode
   const KeyRow row = resolve_key_row(P, t.table, t.s, t.g, HD, t.qs, t.cached, t.context, from_new, key0 + lane);
   const bf16* cache = is_k ? P.k_cache : P.v_cache;
   const bf16* fresh = is_k ? P.k_new : P.v_new;
-  const int e = lane & 1;
-#pragma unroll 1  // two passes; unrolled, their copies took registers the kernel spilled
-  for (int pass = 0; pass < kHalfKeys / 16; ++pass) {
-    const int r = pass * 16 + (lane >> 1);
-    const long long o = __shfl_sync(0xffffffffu, (long long)row.off, r);
-    const int w = __shfl_sync(0xffffffffu, row.where, r);
-    const bf16* src = (w == 2 ? fresh : cache) + o;
+  if constexpr (HD == 128) {
+    constexpr int kRowsPerCopy = 32 / CH;  // key rows one warp instruction copies
+    const int ch = lane % CH, sub = lane / CH;
 #pragma unroll
-    for (int i = 0; i < CH / 2; ++i) {
-      const int ch = 2 * i + e;
-      cp_async_16(dst + swizzled(r, ch, CH), src + ch * 8, w != 0);
+    for (int i = 0; i < kHalfKeys / kRowsPerCopy; ++i) {
+      const int r = i * kRowsPerCopy + sub;
+      const long long o = __shfl_sync(0xffffffffu, (long long)row.off, r);
+      const int w = __shfl_sync(0xffffffffu, row.where, r);
+      cp_async_16(dst + swizzled(r, ch, CH), (w == 2 ? fresh : cache) + o + ch * 8, w != 0);
+    }
+  } else {
+    const int e = lane & 1;
+#pragma unroll 1  // two passes; unrolled, their copies took registers the kernel spilled
+    for (int pass = 0; pass < kHalfKeys / 16; ++pass) {
+      const int r = pass * 16 + (lane >> 1);
+      const long long o = __shfl_sync(0xffffffffu, (long long)row.off, r);
+      const int w = __shfl_sync(0xffffffffu, row.where, r);
+      const bf16* src = (w == 2 ? fresh : cache) + o;
+#pragma unroll
+      for (int i = 0; i < CH / 2; ++i) {
+        const int c = 2 * i + e;
+        cp_async_16(dst + swizzled(r, c, CH), src + c * 8, w != 0);
+      }
     }
   }
 }

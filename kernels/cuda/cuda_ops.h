@@ -50,9 +50,9 @@ absl::Status cuda_fixed_expf_range(uint32_t first, int64_t n, float* out, bool p
 // as kDecodeChainRing2). kDecodeSharedExpsPlanted (tests only): decode tiles of at most 4 rows on
 // the decode kernel with a planted slip in its shared-exponentials softmax (attention_kernel.cuh,
 // kExpsSharedPlanted: two columns' exponentials swapped), which the bitwise tests must see; larger
-// tiles as kDecodeKernel. kDecodeKernelFourWarps: decode tiles on the decode kernel in blocks of at most
-// 4 warps (as kDecodeKernelWide, never the few-warps kernels). Every other route gives the same
-// bits (tests).
+// tiles as kDecodeKernel. kDecodeKernelFourWarps: decode tiles on the decode kernel in blocks of
+// at most 4 warps (never the few-warps kernels; kAuto takes such blocks for tiles of one segment).
+// Every other route gives the same bits (tests).
 enum class AttentionRoute { kAuto, kDecodeKernel, kDecodeKernelWide, kGeneralOnly, kPrefillKernel,
                             kPrefillKernelPlanted, kDecodeChainRing2, kDecodeChainRing4, kDecodeChainRing8,
                             kDecodeSplitRing4, kDecodeSplitRing8, kDecodeSharedExpsPlanted,
