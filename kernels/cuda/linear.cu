@@ -185,7 +185,7 @@ enum ConfigIndex { kMma16x32, kMma16x64, kMma32x64, kMma64x128, kMma128x128, kMm
                    kTmaSwap64x16Deep, kTmaSwap64x32Deep, kTmaSwap64x64Deep, kCluster256m2Out, kCluster256n2Out,
                    kCluster192m2Out, kCluster128m2Out, kCluster128n2Out, kCluster64n2Out, kTmaPair64x32,
                    kMmaSwap64x16Deep, kPingpong256m2, kPingpong256n2, kPingpong192m2, kPingpong128m2,
-                   kUnaligned16x32, kConfigCount };
+                   kPingpong256m4, kUnaligned16x32, kConfigCount };
 const Config kConfigs[kConfigCount] = {
     make_config<16, 32, 16, 16, 4, true, 256>("mma 16x32x256/4st/2w"),
     make_config<16, 64, 16, 16, 5, true, 128>("mma 16x64x128/5st/4w"),
@@ -227,6 +227,7 @@ const Config kConfigs[kConfigCount] = {
     cluster_config("ping-pong 2x(64x256) shared x, 4st, output by TMA", 256, cuda::ClusterConfig::k256n2pingpong, 64),
     cluster_config("ping-pong 2x(64x192) shared w, 5st, output by TMA", 192, cuda::ClusterConfig::k192m2pingpong, 64),
     cluster_config("ping-pong 2x(64x128) shared w, 8st, output by TMA", 128, cuda::ClusterConfig::k128m2pingpong, 64),
+    cluster_config("ping-pong 4x(64x256) shared w, 4st, output by TMA", 256, cuda::ClusterConfig::k256m4pingpong, 64),
     make_config<16, 32, 16, 16, 4, false, 64>("mma 16x32x64/4st/2w/unaligned"),
 };
 constexpr int kUnalignedConfig = kUnaligned16x32;
@@ -294,11 +295,12 @@ int multiprocessors() {
 // lasts as long as one CTA's tile, cta_rows x BN over the tile's relative rate (measured on the
 // H200, bench_cuda_matmul --sweep). Pairs share the weight tile (two row tiles) unless M is one row
 // tile; 64-column tiles always share the activation tile (the weights then stream through 2 x SMs
-// CTAs). A ping-pong CTA's tile has 64 rows: its waves are half as long, twice as many.
+// CTAs). A ping-pong CTA's tile has 64 rows: its waves are half as long; a cluster of four CTAs
+// takes a quarter of the SMs per wave.
 struct ClusterCandidate {
   int config, bn, rows_per_cluster, columns_per_cluster;
   double rate;
-  int cta_rows = 128;
+  int cta_rows = 128, ctas = 2;
 };
 struct ClusterCandidates {
   std::vector<ClusterCandidate> share_w, share_x;
@@ -312,19 +314,16 @@ const ClusterCandidates kClusters = {
      {kCluster128n2Out, 128, 128, 256, 0.85}, {kCluster64n2Out, 64, 128, 128, 0.6}}};
 
 // The ping-pong tiles (each consumer warpgroup on whole 64-row tiles, the epilogue under the other
-// one's mainloop). Rates: PLACEHOLDER
-const ClusterCandidates kPingpongClusters = {
-    {{kPingpong256m2, 256, 128, 256, 1.08, 64}, {kPingpong192m2, 192, 128, 192, 1.0, 64},
-     {kPingpong128m2, 128, 128, 128, 0.9, 64}},
-    {{kPingpong256n2, 256, 64, 512, 1.08, 64}}};
+// one's mainloop), four CTAs sharing the weight box: above one row tile only.
+const ClusterCandidates kPingpongClusters = {{{kPingpong256m4, 256, 256, 256, 1.05, 64, 4}}, {}};
 
 // The least estimated time among `tables` (ties: the earlier candidate, the wider tile first).
 int cluster_auto_config(int64_t M, int64_t N, std::initializer_list<const ClusterCandidates*> tables) {
-  const int64_t slots = std::max(1, multiprocessors() / 2);
   int best = -1;
   double best_time = 1e300;
   for (const ClusterCandidates* table : tables) {
     for (const ClusterCandidate& c : M <= 128 ? table->share_x : table->share_w) {
+      const int64_t slots = std::max(1, multiprocessors() / c.ctas);
       const int64_t cluster_tiles = cuda::ceil_div64(M, c.rows_per_cluster) * cuda::ceil_div64(N, c.columns_per_cluster);
       const double time = double(cuda::ceil_div64(cluster_tiles, slots)) * c.cta_rows * c.bn / c.rate;
       if (time < best_time) {
@@ -392,9 +391,10 @@ int cuda_linear_invariant_auto_config(int64_t M, int64_t N, int64_t /*K*/) {
 // main's choice before the ping-pong tiles (2026-12-01, 49a809b): the benchmark's side-by-side column.
 int cuda_linear_invariant_previous_auto_config(int64_t M, int64_t N) {
   const int config = cuda_linear_invariant_auto_config(M, N, 0);
-  const bool pingpong = config >= kPingpong256m2 && config <= kPingpong128m2;
-  return pingpong ? cluster_auto_config(M, N, {&kClusters}) : config;
+  return cuda_linear_invariant_overlaps_epilogue(config) ? cluster_auto_config(M, N, {&kClusters}) : config;
 }
+
+bool cuda_linear_invariant_overlaps_epilogue(int config) { return config >= kPingpong256m2 && config <= kPingpong256m4; }
 
 namespace {
 // gate_up: the fused gate/up epilogue (LinearParams.gate_up; a.y is [M, N / 2]).

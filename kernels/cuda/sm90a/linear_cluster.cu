@@ -21,6 +21,13 @@
 // two buffers, and leave the global stores to the copy engine: the tensor cores wait for the
 // register-to-shared writes only, not for 64 scattered global stores per thread (measured on the
 // H200: 0.86 -> 0.94 of cuBLASLt at M >= 1024, where a K = 4096 tile spent ~15% of its time there).
+// Ping-pong (PINGPONG): the tensor cores still idle while both warpgroups write their shares of one
+// tile. There each consumer warpgroup owns whole 64 x BN tiles (the walk's tiles alternate between
+// them; same ring, one reader per stage) and a turn, passed through two named barriers once a
+// warpgroup has issued its last wgmma group, makes their mainloops alternate: one warpgroup's
+// epilogue (bias, rounding or the fused silu.mul, the staged TMA store) runs under the other's
+// mainloop. A 64-row tile reads more operand bytes per flop than a 128-row one, so four CTAs may
+// share the weight box (CM = 4, each copying a quarter).
 #include <cuda.h>
 #include <cuda_runtime.h>
 
@@ -55,7 +62,9 @@ struct ClusterTile {
   static constexpr int kThreads = 3 * 128;
   static constexpr int kOutBytes = 2 * OUT * kOutBox;          // both consumer warpgroups' boxes
   static constexpr int kSmem = STAGES * kStage + kOutBytes + 1024 + 256;  // + alignment + barriers
-  static_assert(kCtas <= 2 && LAG <= 1, "pairs of CTAs, at most one group in flight");
+  __host__ __device__ static constexpr uint16_t all_ctas() { return uint16_t((1 << kCtas) - 1); }  // multicast mask: the whole cluster
+  static_assert(CN <= 2 && kCtas <= (PINGPONG ? 4 : 2) && LAG <= 1,
+                "pairs of CTAs (four sharing w for the ping-pong tiles), at most one group in flight");
   static_assert(!PINGPONG || (LAG == 1 && OUT == 2),
                 "ping-pong: the one warpgroup at the tensor cores keeps a group in flight; staged output");
   static_assert(OUT == 0 || (OUT == 2 && BN % 64 == 0), "staged output: two boxes of 64 columns");
@@ -187,7 +196,7 @@ __global__ void __launch_bounds__(3 * 128, 1)
         int m0, n0;
         tile_origin(t, &m0, &n0);
         // The rows of B (the weights) this CTA copies: half of the shared box, or its own box.
-        const int b_row = CM == 2 ? n0 + rank_m * T::kBRows : n0;
+        const int b_row = CM > 1 ? n0 + rank_m * T::kBRows : n0;
         for (int step = 0; step < KT; ++step, ++it) {
           const int s = it % STAGES, kt = REVERSE_K ? KT - 1 - step : step;
           mbar_wait(empty + 8 * s, ((it / STAGES) & 1) ^ 1);
@@ -195,13 +204,13 @@ __global__ void __launch_bounds__(3 * 128, 1)
           const uint32_t stage = base + s * T::kStage, bar = full + 8 * s;
           if constexpr (CN == 2) {  // A shared along N: this CTA copies rows [kARows rank_n, + kARows) to both
             tma_load_2d_multicast(stage + rank_n * T::kARows * 128, &map_a, kt * kBK, m0 + rank_n * T::kARows, bar,
-                                  uint16_t(3));
+                                  T::all_ctas());
           } else {
             tma_load_2d(stage, &map_a, kt * kBK, m0, bar);
           }
-          if constexpr (CM == 2) {  // B shared along M: this CTA copies rows [BN/2 rank_m, + BN/2) to both
+          if constexpr (CM > 1) {  // B shared along M: this CTA copies rows [kBRows rank_m, + kBRows) to all
             tma_load_2d_multicast(stage + T::kABytes + rank_m * T::kBRows * 128, &map_b, kt * kBK, b_row, bar,
-                                  uint16_t(3));
+                                  T::all_ctas());
           } else {
             tma_load_2d(stage + T::kABytes, &map_b, kt * kBK, b_row, bar);
           }
@@ -329,6 +338,7 @@ absl::Status launch_cluster_linear(const LinearParams& p, ClusterConfig config, 
     case ClusterConfig::k128n2out: return launch<128, 1, 2, 6, 1, 2>(p, stream);
     case ClusterConfig::k64n2out: return launch<64, 1, 2, 8, 1, 2>(p, stream);
     case ClusterConfig::k256m2pingpong: return launch<256, 2, 1, 4, 1, 2, true>(p, stream);
+    case ClusterConfig::k256m4pingpong: return launch<256, 4, 1, 4, 1, 2, true>(p, stream);
     case ClusterConfig::k256n2pingpong: return launch<256, 1, 2, 4, 1, 2, true>(p, stream);
     case ClusterConfig::k192m2pingpong: return launch<192, 2, 1, 5, 1, 2, true>(p, stream);
     case ClusterConfig::k128m2pingpong: return launch<128, 2, 1, 8, 1, 2, true>(p, stream);
