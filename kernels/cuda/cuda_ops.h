@@ -72,12 +72,9 @@ std::string cuda_linear_invariant_config_name(int config);
 absl::Status cuda_linear_invariant(const ExecContext& ctx, const LinearArgs& args, int config);
 // The configuration the automatic choice picks for (M, N, K).
 int cuda_linear_invariant_auto_config(int64_t M, int64_t N, int64_t K);
-// The automatic choice of main before the ping-pong tiles (2026-12-01; its configurations are
+// The automatic choice of main before the mma.sync swapped tile (2026-12-01; its configurations are
 // unchanged in this build): the benchmark's side-by-side column.
 int cuda_linear_invariant_previous_auto_config(int64_t M, int64_t N);
-// Whether the configuration's epilogue runs under wgmma (the ping-pong tiles): a fused gate/up
-// epilogue then costs the tensor cores nothing.
-bool cuda_linear_invariant_overlaps_epilogue(int config);
 // Tests only: the invariant kernel with a planted K-order change (the 64-wide k tiles summed last to
 // first), so that the configuration tests can show they see one. Hopper and aligned rows only.
 absl::Status cuda_linear_invariant_planted_k_order(const ExecContext& ctx, const LinearArgs& args);

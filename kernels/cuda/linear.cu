@@ -31,9 +31,7 @@
 // under every configuration (the cluster tiles then store directly instead of by TMA).
 #include <algorithm>
 #include <cstdio>
-#include <initializer_list>
 #include <string>
-#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "kernels/cuda/cublaslt_matmul.h"
@@ -184,8 +182,7 @@ enum ConfigIndex { kMma16x32, kMma16x64, kMma32x64, kMma64x128, kMma128x128, kMm
                    kCluster192m2, kCluster192n2, kCluster128m2, kCluster128n2, kCluster128n2Lag0, kCluster64n2,
                    kTmaSwap64x16Deep, kTmaSwap64x32Deep, kTmaSwap64x64Deep, kCluster256m2Out, kCluster256n2Out,
                    kCluster192m2Out, kCluster128m2Out, kCluster128n2Out, kCluster64n2Out, kTmaPair64x32,
-                   kMmaSwap64x16Deep, kPingpong256m2, kPingpong256n2, kPingpong192m2, kPingpong128m2,
-                   kPingpong256m4, kUnaligned16x32, kConfigCount };
+                   kMmaSwap64x16Deep, kPingpong256m2, kUnaligned16x32, kConfigCount };
 const Config kConfigs[kConfigCount] = {
     make_config<16, 32, 16, 16, 4, true, 256>("mma 16x32x256/4st/2w"),
     make_config<16, 64, 16, 16, 5, true, 128>("mma 16x64x128/5st/4w"),
@@ -224,10 +221,6 @@ const Config kConfigs[kConfigCount] = {
     swapped_config("tma wgmma swapped pair 2x(w64 x m32) shared w, x64/18st", 32, cuda::TmaConfig::kPair64x32),
     swapped_config("tma mma.sync swapped w64 x m16 x64/20st", 16, cuda::TmaConfig::kMmaSwap64x16Deep),
     cluster_config("ping-pong 2x(64x256) shared w, 4st, output by TMA", 256, cuda::ClusterConfig::k256m2pingpong, 64),
-    cluster_config("ping-pong 2x(64x256) shared x, 4st, output by TMA", 256, cuda::ClusterConfig::k256n2pingpong, 64),
-    cluster_config("ping-pong 2x(64x192) shared w, 5st, output by TMA", 192, cuda::ClusterConfig::k192m2pingpong, 64),
-    cluster_config("ping-pong 2x(64x128) shared w, 8st, output by TMA", 128, cuda::ClusterConfig::k128m2pingpong, 64),
-    cluster_config("ping-pong 4x(64x256) shared w, 4st, output by TMA", 256, cuda::ClusterConfig::k256m4pingpong, 64),
     make_config<16, 32, 16, 16, 4, false, 64>("mma 16x32x64/4st/2w/unaligned"),
 };
 constexpr int kUnalignedConfig = kUnaligned16x32;
@@ -292,44 +285,35 @@ int multiprocessors() {
 
 // Above 64 rows on Hopper: the cluster configuration with the least estimated time. The persistent
 // grid holds one pair of CTAs per two SMs, so a shape takes whole waves of cluster tiles; a wave
-// lasts as long as one CTA's tile, cta_rows x BN over the tile's relative rate (measured on the
+// lasts as long as one CTA's tile, 128 x BN over the tile width's relative rate (measured on the
 // H200, bench_cuda_matmul --sweep). Pairs share the weight tile (two row tiles) unless M is one row
 // tile; 64-column tiles always share the activation tile (the weights then stream through 2 x SMs
-// CTAs). A ping-pong CTA's tile has 64 rows: its waves are half as long; a cluster of four CTAs
-// takes a quarter of the SMs per wave.
+// CTAs).
 struct ClusterCandidate {
   int config, bn, rows_per_cluster, columns_per_cluster;
   double rate;
-  int cta_rows = 128, ctas = 2;
 };
 struct ClusterCandidates {
-  std::vector<ClusterCandidate> share_w, share_x;
+  ClusterCandidate share_w[4], share_x[4];
 };
 
 // The tiles with the output stored by the copy engine (but 192 columns sharing x).
-const ClusterCandidates kClusters = {
+constexpr ClusterCandidates kClusters = {
     {{kCluster256m2Out, 256, 256, 256, 1.0}, {kCluster192m2Out, 192, 256, 192, 0.95},
      {kCluster128m2Out, 128, 256, 128, 0.85}, {kCluster64n2Out, 64, 128, 128, 0.6}},
     {{kCluster256n2Out, 256, 128, 512, 1.0}, {kCluster192n2, 192, 128, 384, 0.95},
      {kCluster128n2Out, 128, 128, 256, 0.85}, {kCluster64n2Out, 64, 128, 128, 0.6}}};
 
-// The ping-pong tiles (each consumer warpgroup on whole 64-row tiles, the epilogue under the other
-// one's mainloop), four CTAs sharing the weight box: above one row tile only.
-const ClusterCandidates kPingpongClusters = {{{kPingpong256m4, 256, 256, 256, 1.05, 64, 4}}, {}};
-
-// The least estimated time among `tables` (ties: the earlier candidate, the wider tile first).
-int cluster_auto_config(int64_t M, int64_t N, std::initializer_list<const ClusterCandidates*> tables) {
+int cluster_auto_config(int64_t M, int64_t N) {
+  const int64_t slots = std::max(1, multiprocessors() / 2);
   int best = -1;
   double best_time = 1e300;
-  for (const ClusterCandidates* table : tables) {
-    for (const ClusterCandidate& c : M <= 128 ? table->share_x : table->share_w) {
-      const int64_t slots = std::max(1, multiprocessors() / c.ctas);
-      const int64_t cluster_tiles = cuda::ceil_div64(M, c.rows_per_cluster) * cuda::ceil_div64(N, c.columns_per_cluster);
-      const double time = double(cuda::ceil_div64(cluster_tiles, slots)) * c.cta_rows * c.bn / c.rate;
-      if (time < best_time) {
-        best_time = time;
-        best = c.config;
-      }
+  for (const ClusterCandidate& c : M <= 128 ? kClusters.share_x : kClusters.share_w) {
+    const int64_t cluster_tiles = cuda::ceil_div64(M, c.rows_per_cluster) * cuda::ceil_div64(N, c.columns_per_cluster);
+    const double time = double(cuda::ceil_div64(cluster_tiles, slots)) * c.bn / c.rate;
+    if (time < best_time) {  // ties: the wider tile
+      best_time = time;
+      best = c.config;
     }
   }
   return best;
@@ -378,7 +362,7 @@ int cuda_linear_invariant_auto_config(int64_t M, int64_t N, int64_t /*K*/) {
     // The wave count compares the two rings; above M = 64 the alternative is the cluster kernels.
     if (M <= 128 && swapped64_deep(M, N, M <= 64)) return kTmaSwap64x64Deep;
     if (M <= 64) return kTmaSwap64x64;
-    return cluster_auto_config(M, N, {&kClusters, &kPingpongClusters});
+    return cluster_auto_config(M, N);
   }
   const int64_t tiles128 = cuda::ceil_div64(M, 128) * cuda::ceil_div64(N, 256);
   if (M >= 512 || (M >= 128 && tiles128 >= 96)) return kMma128x256;
@@ -388,13 +372,16 @@ int cuda_linear_invariant_auto_config(int64_t M, int64_t N, int64_t /*K*/) {
   return kMma64x128;
 }
 
-// main's choice before the ping-pong tiles (2026-12-01, 49a809b): the benchmark's side-by-side column.
+// main's choice before the mma.sync tile and the wave count (2026-12-01, 7dc3251): the benchmark's
+// side-by-side column.
 int cuda_linear_invariant_previous_auto_config(int64_t M, int64_t N) {
-  const int config = cuda_linear_invariant_auto_config(M, N, 0);
-  return cuda_linear_invariant_overlaps_epilogue(config) ? cluster_auto_config(M, N, {&kClusters}) : config;
+  if (!hopper()) return cuda_linear_invariant_auto_config(M, N, 0);
+  if (M <= 16) return swapped_ring(M, N, 16, kTmaSwap64x16, kTmaSwap64x16Deep, false);
+  if (M <= 32) return swapped_ring(M, N, 32, kTmaSwap64x32, kTmaSwap64x32Deep, false);
+  if (M <= 128 && swapped64_deep(M, N, false)) return kTmaSwap64x64Deep;
+  if (M <= 64) return kTmaSwap64x64;
+  return cluster_auto_config(M, N);
 }
-
-bool cuda_linear_invariant_overlaps_epilogue(int config) { return config >= kPingpong256m2 && config <= kPingpong256m4; }
 
 namespace {
 // gate_up: the fused gate/up epilogue (LinearParams.gate_up; a.y is [M, N / 2]).

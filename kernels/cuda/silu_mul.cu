@@ -63,18 +63,16 @@ absl::Status cuda_silu_mul(const ExecContext& ctx, const SiluMulArgs& a) {
   return cuda::check_launch("silu_mul_kernel");
 }
 
-// Invariant mode: fused up to kFusedMaxRows rows or where the linear's epilogue runs under wgmma
-// (the ping-pong tiles), by parts elsewhere (both give the bits of linear + silu_mul: tests).
-// Measured on the H200 (bench_cuda_mlp, F = 12288, K = 4096, 2026-12-01): fused 0.99-1.01 of
-// cuBLASLt + silu_mul at M = 1-16 and 0.91 at 64 against 0.87-0.93 by parts; from M = 256 on, with
-// the tensor cores idle during the epilogue, the fused silu_mul arithmetic costs about what the
-// separate pass does (1.3-1.5% less to 0.5% more).
+// Invariant mode: fused up to kFusedMaxRows rows, by parts above (both give the bits of linear +
+// silu_mul: tests). Measured on the H200 (bench_cuda_mlp, F = 12288, K = 4096, 2026-12-01): fused
+// 0.99-1.01 of cuBLASLt + silu_mul at M = 1-16 and 0.91 at 64 against 0.87-0.93 by parts; from
+// M = 256 on the fused epilogue's silu_mul arithmetic (tensor cores idle meanwhile) costs more than
+// the separate pass: 0.89 fused against 0.93-0.95 by parts.
 constexpr int64_t kFusedMaxRows = 64;
 
 absl::Status cuda_gate_up_silu(const ExecContext& ctx, const GateUpSiluArgs& a) {
   if (a.plan.kind == MatmulPlan::Kind::kFixedOrder && a.plan.split_k == 1 &&
-      (a.M <= kFusedMaxRows || a.gate_up == nullptr ||
-       cuda_linear_invariant_overlaps_epilogue(cuda_linear_invariant_auto_config(a.M, 2 * a.F, a.K)))) {
+      (a.M <= kFusedMaxRows || a.gate_up == nullptr)) {
     return cuda_gate_up_silu_invariant(ctx, a, -1);
   }
   return gate_up_silu_by_parts(cuda_linear, cuda_silu_mul, ctx, a);

@@ -26,8 +26,12 @@
 // them; same ring, one reader per stage) and a turn, passed through two named barriers once a
 // warpgroup has issued its last wgmma group, makes their mainloops alternate: one warpgroup's
 // epilogue (bias, rounding or the fused silu.mul, the staged TMA store) runs under the other's
-// mainloop. A 64-row tile reads more operand bytes per flop than a 128-row one, so four CTAs may
-// share the weight box (CM = 4, each copying a quarter).
+// mainloop. Measured on the H200 (bench_cuda_matmul --sweep, M = 1000, 2026-12-01): 2 x (64 x 256)
+// sharing w took 1.01-1.06x the time of the 2 x (128 x 256) pair with its output by TMA (qkv 86.8
+// against 83.4 us, down 159 against 152), so it is a configuration, not chosen. Likely reasons: a
+// 64-row tile reads 1.5x the L2 bytes per flop of a 128-row pair's, its 4-stage ring holds half
+// the mainloop time, and one warpgroup alone issues the wgmma. Slower still, not kept: clusters of
+// four sharing w (a quarter of the box each; 1.10-1.57x), pairs sharing x, 192 and 128 columns.
 #include <cuda.h>
 #include <cuda_runtime.h>
 
@@ -63,8 +67,7 @@ struct ClusterTile {
   static constexpr int kOutBytes = 2 * OUT * kOutBox;          // both consumer warpgroups' boxes
   static constexpr int kSmem = STAGES * kStage + kOutBytes + 1024 + 256;  // + alignment + barriers
   __host__ __device__ static constexpr uint16_t all_ctas() { return uint16_t((1 << kCtas) - 1); }  // multicast mask: the whole cluster
-  static_assert(CN <= 2 && kCtas <= (PINGPONG ? 4 : 2) && LAG <= 1,
-                "pairs of CTAs (four sharing w for the ping-pong tiles), at most one group in flight");
+  static_assert(kCtas <= 2 && LAG <= 1, "pairs of CTAs, at most one group in flight");
   static_assert(!PINGPONG || (LAG == 1 && OUT == 2),
                 "ping-pong: the one warpgroup at the tensor cores keeps a group in flight; staged output");
   static_assert(OUT == 0 || (OUT == 2 && BN % 64 == 0), "staged output: two boxes of 64 columns");
@@ -338,10 +341,6 @@ absl::Status launch_cluster_linear(const LinearParams& p, ClusterConfig config, 
     case ClusterConfig::k128n2out: return launch<128, 1, 2, 6, 1, 2>(p, stream);
     case ClusterConfig::k64n2out: return launch<64, 1, 2, 8, 1, 2>(p, stream);
     case ClusterConfig::k256m2pingpong: return launch<256, 2, 1, 4, 1, 2, true>(p, stream);
-    case ClusterConfig::k256m4pingpong: return launch<256, 4, 1, 4, 1, 2, true>(p, stream);
-    case ClusterConfig::k256n2pingpong: return launch<256, 1, 2, 4, 1, 2, true>(p, stream);
-    case ClusterConfig::k192m2pingpong: return launch<192, 2, 1, 5, 1, 2, true>(p, stream);
-    case ClusterConfig::k128m2pingpong: return launch<128, 2, 1, 8, 1, 2, true>(p, stream);
     case ClusterConfig::kPlantedReverseK: return launch<256, 2, 1, 4, 0, 0, false, true>(p, stream);
   }
   return absl::InvalidArgumentError("linear: unknown cluster configuration");
