@@ -156,6 +156,60 @@ __device__ __forceinline__ void produce(const AttnParams& P, const TileInfo& t, 
   while (handed < n) hand_over();
 }
 
+// +0 into each score accumulator, each by its own instruction: zeros copied from one register
+// make ptxas wait for the P V products still in flight before the scores' wgmma (warning C7517),
+// which would undo the overlap below.
+__device__ __forceinline__ void zero_accumulators(float (&sc)[8][4]) {
+#pragma unroll
+  for (int nt = 0; nt < 8; ++nt)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) asm volatile("mov.b32 %0, 0;\n" : "=f"(sc[nt][e]));
+}
+
+// attend_softmax<2> (attention_kernel.cuh) for a sub-block that lies inside the key range of
+// every row of the warp (all but the sub-blocks at a segment's edges and on the causal diagonal):
+// the same roundings in the same order, in fewer instructions per score.
+//  - No masking: it would replace no score (every column is in range and every row active).
+//  - p = exp(x - mu) with mu = m_new, or +0 where m_new = -inf, without attend_softmax's
+//    per-score select (x != -inf ? exp(x - m_new) : 0). Same bits: x = -inf gives x - mu = -inf
+//    (mu finite or +inf), whose fixed_expf is +0; m_new = -inf means no score above -inf, so x is
+//    -inf (exp(-inf - 0) = +0) or NaN (NaN either way).
+__device__ __forceinline__ void interior_softmax(float scale, float (&sc)[8][4], float (&alpha)[2], float (&m)[2],
+                                                 float (&l)[2], bool (&first)[2]) {
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    float mx = -INFINITY;
+#pragma unroll
+    for (int nt = 0; nt < 8; ++nt)
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        const float x = sc[nt][2 * h + e] * scale;
+        sc[nt][2 * h + e] = x;
+        mx = fmaxf(mx, x);
+      }
+    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+    const float m_new = first[h] ? mx : fmaxf(m[h], mx);
+    alpha[h] = first[h] ? 0.0f : fixed_expf(m[h] - m_new);
+    const float mu = m_new == -INFINITY ? 0.0f : m_new;
+    float sum = 0.0f;
+#pragma unroll
+    for (int nt = 0; nt < 8; ++nt)
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        const float p = fixed_expf(sc[nt][2 * h + e] - mu);
+        sc[nt][2 * h + e] = p;
+        sum = sum + p;
+      }
+    sum = sum + __shfl_xor_sync(0xffffffffu, sum, 1);
+    sum = sum + __shfl_xor_sync(0xffffffffu, sum, 2);
+    const float scaled = l[h] * alpha[h];
+    l[h] = first[h] ? sum : scaled + sum;
+    m[h] = m_new;
+    first[h] = false;
+  }
+}
+
 template <int HD, bool kPlanted>
 __device__ __forceinline__ void consume(const AttnParams& P, const TileInfo& t, int g, uint32_t base, uint32_t full,
                                         uint32_t empty) {
@@ -197,7 +251,22 @@ __device__ __forceinline__ void consume(const AttnParams& P, const TileInfo& t, 
   for (int nt = 0; nt < NTD; ++nt)
 #pragma unroll
     for (int e = 0; e < 4; ++e) ot[nt][e] = 0.0f;
-  int n = 0;
+  int n = 0, pending_stage = -1;
+  uint32_t a[4][4];  // P (bf16 pairs), the A operand of the P V products: read until they retire
+  // After wgmma_wait: o is final for the last issued P V products; their stage goes back to the
+  // producer.
+  auto retire_values = [&] {
+    if (pending_stage < 0) return;
+    float(&of)[HD / 2] = reinterpret_cast<float(&)[HD / 2]>(o);
+#pragma unroll
+    for (int i = 0; i < HD / 2; ++i) asm volatile("" : "+f"(of[i])::"memory");
+#pragma unroll
+    for (int kk = 0; kk < 4; ++kk)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) asm volatile("" : "+r"(a[kk][i])::"memory");
+    mbar_arrive(empty + 8 * pending_stage);
+    pending_stage = -1;
+  };
   walk(
       P, t,
       [&](int c) {
@@ -215,14 +284,14 @@ __device__ __forceinline__ void consume(const AttnParams& P, const TileInfo& t, 
       [&](int64_t sb0, bool) {
         const int s = n % L::kStages;
         const uint32_t k_st = ring + s * L::kStageBytes, v_st = k_st + L::kTileBytes;
-        bool active[2];
+        bool active[2], inside = true;
 #pragma unroll
-        for (int h = 0; h < 2; ++h) active[h] = max(rg[h].begin, sb0) < min(rg[h].end, sb0 + kAttnKeys);
+        for (int h = 0; h < 2; ++h) {
+          active[h] = max(rg[h].begin, sb0) < min(rg[h].end, sb0 + kAttnKeys);
+          inside = inside && rg[h].begin <= sb0 && rg[h].end >= sb0 + kAttnKeys;
+        }
         float sc[8][4];
-#pragma unroll
-        for (int nt = 0; nt < 8; ++nt)
-#pragma unroll
-          for (int e = 0; e < 4; ++e) sc[nt][e] = 0.0f;
+        zero_accumulators(sc);
         float(&scf)[32] = reinterpret_cast<float(&)[32]>(sc);
         mbar_wait(full + 8 * s, (n / L::kStages) & 1);
         named_barrier_sync(3 + wg, 256);
@@ -235,12 +304,19 @@ __device__ __forceinline__ void consume(const AttnParams& P, const TileInfo& t, 
         }
         wgmma_commit();
         named_barrier_arrive(3 + (1 - wg), 256);
+        // Retires the scores and the previous sub-block's P V products (left in flight under this
+        // issue), whose stage is then released.
         wgmma_wait<0>();
 #pragma unroll
         for (int i = 0; i < 32; ++i) asm volatile("" : "+f"(scf[i])::"memory");
+        retire_values();
+        const bool was_first[2] = {first[0], first[1]};
         float alpha[2];
-        attend_softmax<2>(sb0, rg, active, P.scale, sc, alpha, m, l, first);
-        uint32_t a[4][4];
+        if (__all_sync(0xffffffffu, inside)) {
+          interior_softmax(P.scale, sc, alpha, m, l, first);
+        } else {
+          attend_softmax<2>(sb0, rg, active, P.scale, sc, alpha, m, l, first);
+        }
 #pragma unroll
         for (int kk = 0; kk < 4; ++kk) {
           a[kk][0] = pack_bf16x2(sc[2 * kk][0], sc[2 * kk][1]);
@@ -248,25 +324,29 @@ __device__ __forceinline__ void consume(const AttnParams& P, const TileInfo& t, 
           a[kk][2] = pack_bf16x2(sc[2 * kk + 1][0], sc[2 * kk + 1][1]);
           a[kk][3] = pack_bf16x2(sc[2 * kk + 1][2], sc[2 * kk + 1][3]);
         }
+        // o = o * alpha, skipped where it changes no value in the warp: alpha = 1, or the row's first
+        // sub-block of the segment (o still +0: +0 * 0 = +0).
+        const bool unchanged = (alpha[0] == 1.0f || was_first[0]) && (alpha[1] == 1.0f || was_first[1]);
+        if (!__all_sync(0xffffffffu, unchanged)) {
 #pragma unroll
-        for (int nt = 0; nt < NTD; ++nt) {
-          o[nt][0] = o[nt][0] * alpha[0];
-          o[nt][1] = o[nt][1] * alpha[0];
-          o[nt][2] = o[nt][2] * alpha[1];
-          o[nt][3] = o[nt][3] * alpha[1];
+          for (int nt = 0; nt < NTD; ++nt) {
+            o[nt][0] = o[nt][0] * alpha[0];
+            o[nt][1] = o[nt][1] * alpha[0];
+            o[nt][2] = o[nt][2] * alpha[1];
+            o[nt][3] = o[nt][3] * alpha[1];
+          }
         }
         float(&of)[HD / 2] = reinterpret_cast<float(&)[HD / 2]>(o);
         wgmma_fence();
 #pragma unroll
         for (int kk = 0; kk < 4; ++kk) wgmma_m64k16_rs_mn<HD>(of, a[kk], smem_desc_mn(v_st + kk * 2048, 8192));
         wgmma_commit();
-        wgmma_wait<0>();
-#pragma unroll
-        for (int i = 0; i < HD / 2; ++i) asm volatile("" : "+f"(of[i])::"memory");
-        mbar_arrive(empty + 8 * s);
+        pending_stage = s;
         ++n;
       },
       [&] {  // the segment's partial, folded into the row's total in segment order
+        wgmma_wait<0>();
+        retire_values();
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
           if (pos[h] >= 0 && !first[h]) fold_row_partial<NTD>(h, o, m[h], l[h], ot, tot_m[h], tot_l[h], has_total[h]);
