@@ -7,15 +7,20 @@
 //     as the 64-row kernel's copies) by cp.async into a ring of stages (full / empty mbarriers), in
 //     the 128-byte swizzled layout wgmma reads; cp.async because paged blocks of 8..256 rows, a
 //     context ending inside a block and two key sources do not map onto one TMA box;
-//   - warpgroups 0 and 1 (consumers, 224 registers) own 64 rows each: S = Q K^T as wgmma m64n64k16 steps over the
-//     head dim in increasing order from +0 (the k16 step gives the bits of mma.sync m16n8k16: the
-//     invariant matmul's tests compare the two), then THE softmax of the 64-row kernel
-//     (attend_softmax, same function: the wgmma accumulator gives each row to a quad of lanes as
-//     mma.sync does), o = o * alpha, o += bf16(P) V as four wgmma m64nHDk16 steps with P from
-//     registers, keys in increasing order; segment partials folded in index order (fold_scales).
+//   - warpgroups 0 and 1 (consumers, 224 registers) own 64 rows each: S = Q K^T as wgmma
+//     m64n64k16 steps over the head dim in increasing order from +0 (the k16 step gives the bits of
+//     mma.sync m16n8k16: the invariant matmul's tests compare the two), then the 64-row kernel's
+//     softmax (the wgmma accumulator gives each row to a quad of lanes as mma.sync does):
+//     attend_softmax itself on sub-blocks at a segment's edges and on the causal diagonal, its
+//     roundings in its order without masking or branches (interior_max, interior_exp_sum) on the
+//     others; o = o * alpha, o += bf16(P) V as four wgmma m64nHDk16 steps with P from registers,
+//     keys in increasing order; segment partials folded in index order (fold_scales) into totals
+//     kept in shared memory.
 // Both warpgroups visit the same sub-blocks (the hull of the tile's key ranges per segment); a
-// row outside a sub-block's keys gets alpha = 1 and P = 0, as in the 64-row kernel's warps. While
-// one warpgroup runs its softmax on the FP32 pipes the other's matrix products run.
+// row outside a sub-block's keys gets alpha = 1 and P = 0, as in the 64-row kernel's warps.
+// Overlap: the warpgroups take turns to issue their scores' wgmma, so one's softmax runs while the
+// other's products do; within a warpgroup the next sub-block of the segment has its scores issued
+// (into a second buffer) before this one's exponentials, and the P V products retire under them.
 #include <cuda_runtime.h>
 
 #include "kernels/cuda/attention_prefill.h"
@@ -173,8 +178,9 @@ __device__ __forceinline__ void zero_accumulators(float (&sc)[8][4]) {
 
 // attend_softmax<2> (attention_kernel.cuh) for a sub-block that lies inside the key range of
 // every row of the warp (all but the sub-blocks at a segment's edges and on the causal diagonal):
-// the same roundings in the same order, in fewer instructions per score, in two phases so that the
-// caller can rescale o (by alpha, known after the first) before it issues the next wgmma.
+// the same roundings in the same order (the gpu tests compare this kernel with the 64-row kernel
+// bit for bit), in fewer instructions per score, in two phases so that the caller can rescale o
+// (by alpha, known after the first) before it issues the next wgmma.
 //  - No masking: it would replace no score (every column is in range and every row active).
 //  - p = exp(x - mu) with mu = m_new, or +0 where m_new = -inf, without attend_softmax's
 //    per-score select (x != -inf ? exp(x - m_new) : 0). Same bits: x = -inf gives x - mu = -inf
