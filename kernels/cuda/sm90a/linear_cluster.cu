@@ -27,7 +27,7 @@
 // warpgroup has issued its last wgmma group, makes their mainloops alternate: one warpgroup's
 // epilogue (bias, rounding or the fused silu.mul, the staged TMA store) runs under the other's
 // mainloop. Measured on the H200 (bench_cuda_matmul --sweep, M = 1000, 2026-12-01): 2 x (64 x 256)
-// sharing w took 1.01-1.06x the time of the 2 x (128 x 256) pair with its output by TMA (qkv 86.8
+// sharing w took 1.01-1.07x the time of the 2 x (128 x 256) pair with its output by TMA (qkv 86.8
 // against 83.4 us, down 159 against 152), so it is a configuration, not chosen. Likely reasons: a
 // 64-row tile reads 1.5x the L2 bytes per flop of a 128-row pair's, its 4-stage ring holds half
 // the mainloop time, and one warpgroup alone issues the wgmma. Slower still, not kept: clusters of
