@@ -141,6 +141,10 @@ struct QkvPrepArgs {
   bf16* k_cache = nullptr;
   bf16* v_cache = nullptr;
   int64_t num_slots = 0;
+  // True when the caller has checked that no two tokens name the same slot >= 0 (the model's
+  // batches: check_forward_batch). Then a backend may skip looking for a later token naming a
+  // token's slot (last wins); the results are the same either way.
+  bool slots_distinct = false;
   bf16* q = nullptr;  // [T, num_q_heads, head_dim]
   bf16* k = nullptr;  // [T, num_kv_heads, head_dim]
   bf16* v = nullptr;

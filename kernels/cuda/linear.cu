@@ -169,8 +169,8 @@ constexpr Config swapped_config(const char* name, int rows, cuda::TmaConfig tma)
   return Config{name, rows, 64, 256, 0, nullptr, Config::kTma, tma};
 }
 
-constexpr Config cluster_config(const char* name, int bn, cuda::ClusterConfig cluster) {
-  return Config{name, 128, bn, 384, 0, nullptr, Config::kCluster, cuda::TmaConfig::k128x256, cluster};
+constexpr Config cluster_config(const char* name, int bn, cuda::ClusterConfig cluster, int bm = 128) {
+  return Config{name, bm, bn, 384, 0, nullptr, Config::kCluster, cuda::TmaConfig::k128x256, cluster};
 }
 
 // Aligned configurations, narrow to wide (the small ones stream long contiguous row pieces per
@@ -182,7 +182,7 @@ enum ConfigIndex { kMma16x32, kMma16x64, kMma32x64, kMma64x128, kMma128x128, kMm
                    kCluster192m2, kCluster192n2, kCluster128m2, kCluster128n2, kCluster128n2Lag0, kCluster64n2,
                    kTmaSwap64x16Deep, kTmaSwap64x32Deep, kTmaSwap64x64Deep, kCluster256m2Out, kCluster256n2Out,
                    kCluster192m2Out, kCluster128m2Out, kCluster128n2Out, kCluster64n2Out, kTmaPair64x32,
-                   kMmaSwap64x16Deep, kUnaligned16x32, kConfigCount };
+                   kMmaSwap64x16Deep, kPingpong256m2, kUnaligned16x32, kConfigCount };
 const Config kConfigs[kConfigCount] = {
     make_config<16, 32, 16, 16, 4, true, 256>("mma 16x32x256/4st/2w"),
     make_config<16, 64, 16, 16, 5, true, 128>("mma 16x64x128/5st/4w"),
@@ -220,6 +220,7 @@ const Config kConfigs[kConfigCount] = {
     cluster_config("cluster 2x(128x64) shared x, 8st, output by TMA", 64, cuda::ClusterConfig::k64n2out),
     swapped_config("tma wgmma swapped pair 2x(w64 x m32) shared w, x64/18st", 32, cuda::TmaConfig::kPair64x32),
     swapped_config("tma mma.sync swapped w64 x m16 x64/20st", 16, cuda::TmaConfig::kMmaSwap64x16Deep),
+    cluster_config("ping-pong 2x(64x256) shared w, 4st, output by TMA", 256, cuda::ClusterConfig::k256m2pingpong, 64),
     make_config<16, 32, 16, 16, 4, false, 64>("mma 16x32x64/4st/2w/unaligned"),
 };
 constexpr int kUnalignedConfig = kUnaligned16x32;

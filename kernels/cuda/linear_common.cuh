@@ -175,11 +175,15 @@ absl::Status launch_tma_linear(const LinearParams& p, TmaConfig config, cudaStre
 // later / as soon as its group retires (the default: one later at 192 columns and fewer).
 // "out": the tile's bf16 output staged in shared memory and stored by the copy engine while the
 // next tile's wgmma runs (fp32 or unaligned outputs are stored directly).
+// "pingpong": each of the two consumer warpgroups owns whole 64 x 256 tiles (every other tile of
+// the walk) and their mainloops alternate, so one's epilogue runs under the other's wgmma; output
+// by TMA; the pair shares w (rows m0 and m0 + 64). Measured slower than k256m2out (kept as a
+// configuration, not chosen: linear_cluster.cu).
 // kPlantedReverseK (tests only) is k256m2 with the k tiles summed last to first: a K-order change
 // that the configuration tests must see.
 enum class ClusterConfig {
   k256m2, k256m2lag, k256n2, k256, k192m2, k192n2, k128m2, k128n2, k128n2lag0, k64n2, k256m2out, k256n2out, k192m2out,
-  k128m2out, k128n2out, k64n2out, kPlantedReverseK
+  k128m2out, k128n2out, k64n2out, k256m2pingpong, kPlantedReverseK
 };
 absl::Status launch_cluster_linear(const LinearParams& p, ClusterConfig config, cudaStream_t stream);
 // The bulk-copy streaming kernel for M <= 16 (linear_stream.cu).

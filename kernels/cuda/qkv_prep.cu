@@ -1,11 +1,14 @@
 // qkv_prep on CUDA (kernels/ops.h QkvPrepArgs): the q/k head rmsnorm, rope and KV write of one
 // step in one kernel, reading the heads straight out of the fused q|k|v projection rows.
 // One block per token, 8 warps taking its heads in turn (q heads, then k, then v), each warp loading
-// 4 heads per lane group before computing any. A head takes head_dim / 8 lanes (lane l of the group
+// 4 heads per lane group before computing any. A block's work is short, so its time is the memory
+// latencies it waits for in a row: the first heads' loads go out before anything else, the
+// position, slot, norm weight and rope table loads (16 bytes each) behind them, the scan for a
+// later token naming the same slot after those. A head takes head_dim / 8 lanes (lane l of the group
 // holds values [8l, 8l + 8) in registers): where that count is a power of two a warp holds
 // 32 / (head_dim / 8) heads side by side (two at head_dim 128: no idle half warps in this
 // issue-bound kernel), else one head with the lanes past head_dim / 8 holding zeros; each lane
-// keeps its rope pairs' cos/sin and norm weights for all heads. Shuffles run on every lane; the
+// reads its norm weights and rope pairs' cos/sin per head from shared memory. Shuffles run on every lane; the
 // q/k-only steps are branches per lane group. Values are rounded to bf16 by cvt (bf16_round.cuh:
 // to_bf16's bits). The arithmetic per element is that of the separate ops, so the bits are theirs
 // (gpu test):
@@ -15,7 +18,9 @@
 //   rope: kernels/rope_math.h on the normed bf16 values, the partner half from lane
 //     l +- head_dim / 16 by a shuffle;
 //   KV write: the token's k and v heads copied to slot slot_mapping[t]; slot -1 skips it, and a
-//     token whose slot a later token of the call names again is skipped (the CPU's last-wins).
+//     token whose slot a later token of the call names again is skipped (the CPU's last-wins). That
+//     scan reads the later tokens' slots, O(T^2) loads per call (~33 M at an 8192-token prefill
+//     step), so it is skipped where the caller says the slots are distinct (the model's batches).
 // No reduction crosses tokens or heads: identical in both modes for single-part norm plans. A
 // split default-mode norm plan, a head_dim that is not a multiple of 16 up to 256, or unaligned
 // rows take the staged form (kernels/qkv_prep.h) through the separate kernels instead.
@@ -31,26 +36,54 @@ namespace {
 
 constexpr int kWarps = 8;
 constexpr int kMaxHeadDim = 256;  // 32 lanes x 8 values
-constexpr int kHeadsInFlight = 4;  // heads a warp loads before it computes any (memory latency once)
+constexpr int kHeadsInFlight = 3;  // heads a lane group loads before it computes any (Qwen3-8B: 48 heads, 16 groups)
 
 struct HeadAt {
-  const bf16* src;
   bf16* dst;
   bf16* cache;  // nullptr: not written to the cache
   int kind;     // 0 q, 1 k, 2 v
 };
 
+__device__ __forceinline__ int head_kind(const QkvPrepArgs& a, int h) {
+  return h < a.num_q_heads ? 0 : h < a.num_q_heads + a.num_kv_heads ? 1 : 2;
+}
+
+// Head h's index among the heads of its kind.
+__device__ __forceinline__ int head_in_kind(const QkvPrepArgs& a, int h, int kind) {
+  return kind == 0 ? h : kind == 1 ? h - a.num_q_heads : h - a.num_q_heads - a.num_kv_heads;
+}
+
+// Where head h of token t is read: it depends on nothing loaded, so these loads go out first.
+__device__ __forceinline__ const bf16* head_src(const QkvPrepArgs& a, int64_t t, int h) {
+  const int kind = head_kind(a, h);
+  return (kind == 0 ? a.q_in + t * a.q_stride : (kind == 2 ? a.v_in : a.k_in) + t * a.kv_stride) +
+         int64_t(head_in_kind(a, h, kind)) * a.head_dim;
+}
+
 __device__ __forceinline__ HeadAt head_at(const QkvPrepArgs& a, int64_t t, int h, bool write, int64_t slot) {
-  const int Hq = a.num_q_heads, Hkv = a.num_kv_heads, D = a.head_dim;
-  const int kind = h < Hq ? 0 : h < Hq + Hkv ? 1 : 2;
-  const int head = kind == 0 ? h : kind == 1 ? h - Hq : h - Hq - Hkv;
-  const int64_t kv_row = int64_t(Hkv) * D, at = int64_t(head) * D;
+  const int Hq = a.num_q_heads, D = a.head_dim;
+  const int kind = head_kind(a, h);
+  const int64_t kv_row = int64_t(a.num_kv_heads) * D, at = int64_t(head_in_kind(a, h, kind)) * D;
   HeadAt r;
   r.kind = kind;
-  r.src = (kind == 0 ? a.q_in + t * a.q_stride : (kind == 2 ? a.v_in : a.k_in) + t * a.kv_stride) + at;
   r.dst = (kind == 0 ? a.q + t * Hq * D : (kind == 2 ? a.v : a.k) + t * kv_row) + at;
   r.cache = !write || kind == 0 ? nullptr : (kind == 2 ? a.v_cache : a.k_cache) + slot * kv_row + at;
   return r;
+}
+
+// True when a later token of the call names `slot` again (then this token's KV write is skipped:
+// the CPU's last-wins). Four strides of loads go out before the first compare.
+__device__ __forceinline__ bool slot_named_later(const QkvPrepArgs& a, int64_t t, int64_t slot) {
+  bool later = false;
+  const int64_t stride = blockDim.x;
+  for (int64_t u = t + 1 + threadIdx.x; u < a.T; u += 4 * stride) {
+    int64_t named[4];
+#pragma unroll
+    for (int i = 0; i < 4; ++i) named[i] = u + i * stride < a.T ? a.slot_mapping[u + i * stride] : -2;
+#pragma unroll
+    for (int i = 0; i < 4; ++i) later |= named[i] == slot;
+  }
+  return later;
 }
 
 __global__ void __launch_bounds__(kWarps * 32, 4) qkv_prep_kernel(QkvPrepArgs a, cuda::DeviceError* box) {
@@ -63,53 +96,56 @@ __global__ void __launch_bounds__(kWarps * 32, 4) qkv_prep_kernel(QkvPrepArgs a,
   const int group = per_warp > 1 ? lane / chunks : 0, sub = per_warp > 1 ? lane % chunks : lane;
   const int first_offset = per_warp > 1 ? chunks / 2 : 16;  // the butterfly within a group
   const bool active = sub < chunks;
-  int32_t pos = 0;
-  if (rope) {
-    pos = a.positions[t];
-    if (pos < 0 || pos >= a.max_position) {  // the same for the whole block
-      if (threadIdx.x == 0) cuda::report_device_error(box, cuda::kErrRopePosition, t, pos, a.max_position);
-      return;
+  const int heads = a.num_q_heads + 2 * a.num_kv_heads;
+  const int groups = kWarps * per_warp, warp_first = warp * per_warp;  // lane groups of the block
+  const int round_heads = groups * kHeadsInFlight;
+  const uint4 zero = make_uint4(0, 0, 0, 0);
+  // The heads of round r (kHeadsInFlight per lane group). The first round's loads go out before the
+  // position, slot and table loads, so a block waits for memory about once before it computes.
+  uint4 x[kHeadsInFlight];
+  auto load_round = [&](int r) {
+#pragma unroll
+    for (int i = 0; i < kHeadsInFlight; ++i) {
+      const int h = warp_first + group + r + i * groups;
+      x[i] = h < heads && active ? *reinterpret_cast<const uint4*>(head_src(a, t, h) + sub * 8) : zero;
     }
-  }
+  };
+  load_round(0);
+  int32_t pos = 0;
   bool write = a.k_cache != nullptr;
   int64_t slot = -1;
+  if (rope) pos = a.positions[t];
+  if (write) slot = a.slot_mapping[t];
+  if (rope && (pos < 0 || pos >= a.max_position)) {  // the same for the whole block
+    if (threadIdx.x == 0) cuda::report_device_error(box, cuda::kErrRopePosition, t, pos, a.max_position);
+    return;
+  }
+  // The token's rope row (cos then sin, D floats) and the q / k norm weights in shared memory, read
+  // per head: kept in registers for all heads they would push the kernel past its 64 registers.
+  __shared__ float4 rope_row[kMaxHeadDim / 4];
+  __shared__ uint4 norm_weights[2][kMaxHeadDim / 8];
+  if (rope && int(threadIdx.x) < D / 4) rope_row[threadIdx.x] = reinterpret_cast<const float4*>(a.table + int64_t(pos) * D)[threadIdx.x];
+  if (norm && int(threadIdx.x) < 2 * chunks) {
+    const int which = int(threadIdx.x) / chunks, c = int(threadIdx.x) % chunks;
+    norm_weights[which][c] = reinterpret_cast<const uint4*>(which == 0 ? a.q_norm : a.k_norm)[c];
+  }
   if (write) {
-    slot = a.slot_mapping[t];
     if (slot < -1 || slot >= a.num_slots) {
       if (threadIdx.x == 0) cuda::report_device_error(box, cuda::kErrKvWriteSlot, t, slot, a.num_slots);
     }
     write = slot >= 0 && slot < a.num_slots;
   }
-  if (write) {  // block-uniform; independent loads, no early exit
-    bool later = false;
-    for (int64_t u = t + 1 + threadIdx.x; u < a.T; u += blockDim.x) later |= a.slot_mapping[u] == slot;
-    write = !__syncthreads_or(later);
+  // Block-uniform (no early exit); either barrier also publishes the shared rows.
+  if (write && !a.slots_distinct) {
+    write = !__syncthreads_or(slot_named_later(a, t, slot));
+  } else if (rope || norm) {
+    __syncthreads();
   }
-  // What every head of this lane uses: its 8 rope pairs' cos and sin, the norm weights' chunk.
-  const int j0 = (sub % max(half_chunks, 1)) * 8;
-  float cosv[8] = {}, sinv[8] = {};
-  if (rope && active) {
-    const float* row = a.table + int64_t(pos) * D;
-#pragma unroll
-    for (int e = 0; e < 8; ++e) cosv[e] = row[j0 + e], sinv[e] = row[D / 2 + j0 + e];
-  }
-  const uint4 zero = make_uint4(0, 0, 0, 0);
-  uint4 wq = zero, wk = zero;
-  if (norm && active) {
-    wq = *reinterpret_cast<const uint4*>(a.q_norm + sub * 8);
-    wk = *reinterpret_cast<const uint4*>(a.k_norm + sub * 8);
-  }
-  const int heads = a.num_q_heads + 2 * a.num_kv_heads;
+  const int j0 = (sub % max(half_chunks, 1)) * 8;  // this lane's first rope pair
   const bool low = sub < half_chunks;
   const int partner = (group * chunks + (low ? sub + half_chunks : sub - half_chunks)) & 31;
-  const int groups = kWarps * per_warp, warp_first = warp * per_warp;  // lane groups of the block
-  for (int r = 0; warp_first + r < heads; r += groups * kHeadsInFlight) {
-    uint4 x[kHeadsInFlight];
-#pragma unroll
-    for (int i = 0; i < kHeadsInFlight; ++i) {
-      const int h = warp_first + group + r + i * groups;
-      x[i] = h < heads && active ? *reinterpret_cast<const uint4*>(head_at(a, t, h, write, slot).src + sub * 8) : zero;
-    }
+  for (int r = 0; warp_first + r < heads; r += round_heads) {
+    if (r > 0) load_round(r);  // (round 0 went out first)
 #pragma unroll
     for (int i = 0; i < kHeadsInFlight; ++i) {
       if (warp_first + r + i * groups >= heads) break;  // warp-uniform: no group of the warp has a head
@@ -122,7 +158,7 @@ __global__ void __launch_bounds__(kWarps * 32, 4) qkv_prep_kernel(QkvPrepArgs a,
         const float ss = cuda::warp_butterfly_sum(active ? cuda::add_squares8(0.0f, v) : 0.0f, first_offset);
         if (qk) {
           float y[8];
-          cuda::normed8(v, at.kind == 0 ? wq : wk, cuda::inverse_rms(ss, D, a.eps), y);
+          cuda::normed8(v, norm_weights[at.kind][sub], cuda::inverse_rms(ss, D, a.eps), y);
           v = cuda::pack_bf16x8(y);
         }
       }
@@ -133,6 +169,10 @@ __global__ void __launch_bounds__(kWarps * 32, 4) qkv_prep_kernel(QkvPrepArgs a,
         o.z = __shfl_sync(0xffffffffu, v.z, partner);
         o.w = __shfl_sync(0xffffffffu, v.w, partner);
         if (qk) {
+          const float4 c0 = rope_row[j0 / 4], c1 = rope_row[j0 / 4 + 1];
+          const float4 s0 = rope_row[(D / 2 + j0) / 4], s1 = rope_row[(D / 2 + j0) / 4 + 1];
+          const float cosv[8] = {c0.x, c0.y, c0.z, c0.w, c1.x, c1.y, c1.z, c1.w};
+          const float sinv[8] = {s0.x, s0.y, s0.z, s0.w, s1.x, s1.y, s1.z, s1.w};
           float out[8];
 #pragma unroll
           for (int e = 0; e < 8; ++e) {
@@ -167,7 +207,7 @@ bool fused_applies(const QkvPrepArgs& a) {
   if (a.q_stride % 8 != 0 || a.kv_stride % 8 != 0) return false;
   for (const void* p : {(const void*)a.q_in, (const void*)a.k_in, (const void*)a.v_in, (const void*)a.q,
                         (const void*)a.k, (const void*)a.v, (const void*)a.q_norm, (const void*)a.k_norm,
-                        (const void*)a.k_cache, (const void*)a.v_cache}) {
+                        (const void*)a.k_cache, (const void*)a.v_cache, (const void*)a.table}) {
     if (!aligned16(p)) return false;
   }
   return true;

@@ -1,6 +1,8 @@
 #include "models/tiny_qwen/batch_check.h"
 
 #include <algorithm>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 
@@ -57,6 +59,20 @@ absl::Status check_forward_batch(const ForwardBatch& b, const ModelConfig& confi
     }
     if (b.slot_mapping[size_t(t)] < -1 || b.slot_mapping[size_t(t)] >= num_slots) {
       return bad(absl::StrCat("slot_mapping[", t, "] = ", b.slot_mapping[size_t(t)], " is outside [-1, ", num_slots, ")"));
+    }
+  }
+  // Two tokens writing one KV slot would leave one of them attending to the other's key. The check
+  // also lets the kernels skip looking for such pairs (QkvPrepArgs::slots_distinct).
+  std::vector<std::pair<int64_t, int64_t>> named;  // (slot, token), slots >= 0
+  named.reserve(size_t(T));
+  for (int64_t t = 0; t < T; ++t) {
+    if (b.slot_mapping[size_t(t)] >= 0) named.emplace_back(b.slot_mapping[size_t(t)], t);
+  }
+  std::sort(named.begin(), named.end());
+  for (size_t i = 1; i < named.size(); ++i) {
+    if (named[i].first == named[i - 1].first) {
+      return bad(absl::StrCat("slot_mapping[", named[i].second, "] = ", named[i].first, " is also slot_mapping[",
+                              named[i - 1].second, "]: two tokens would write one KV slot"));
     }
   }
   for (size_t r = 0; r < b.logit_rows.size(); ++r) {

@@ -178,6 +178,7 @@ absl::Status Model::Impl::run_layers(const ExecContext& ctx, const ForwardBatch&
     prep.positions = d_positions, prep.table = rope_table.as<float>(), prep.max_position = c.max_position_embeddings;
     prep.slot_mapping = d_slots, prep.k_cache = k_cache(l), prep.v_cache = v_cache(l);
     prep.num_slots = int64_t(kv.num_blocks) * kv.block_size;
+    prep.slots_distinct = true;  // check_forward_batch
     prep.q = q, prep.k = k, prep.v = v;
     if (observer) {
       SAMEBITS_RETURN_IF_ERROR(qkv_prep_observed(ctx, prep, l, T, qkv_plan));

@@ -2,7 +2,8 @@
 // separate ops give (rmsnorm over head rows, rope, kv_write on dense q, k, v), and what the op's
 // own stages give one call at a time (the model's observed path); the inverse: a one-ulp change of
 // a norm weight must show in the comparison. Inputs are read from fused q|k|v rows with a padded
-// stride; slot mappings skip tokens and name slots twice (last wins). Head sizes 16-256 put 16, 8,
+// stride; slot mappings skip tokens and name slots twice (last wins), or name each slot once and
+// say so (QkvPrepArgs::slots_distinct: the fused kernel skips its last-wins scan). Head sizes 16-256 put 16, 8,
 // 4, 2 or 1 heads side by side in a warp (48: one head, lanes idle), odd head counts put q, k and v
 // heads in one warp.
 #include <gtest/gtest.h>
@@ -31,9 +32,11 @@ struct Outputs {
 };
 
 enum class Route { kFused, kSeparateOps, kStages };
+enum class Slots { kOneNamedTwice, kDistinctDeclared };
 
 // Runs one shape on the GPU by `route`; norm_ulp adds one ulp to q_norm[0] (the inverse test).
-Outputs run(const Backend& gpu, const Shape& s, Route route, bool norm_ulp = false) {
+Outputs run(const Backend& gpu, const Shape& s, Route route, bool norm_ulp = false,
+            Slots slot_kind = Slots::kOneNamedTwice) {
   const int64_t q_dim = int64_t(s.hq) * s.D, kv_dim = int64_t(s.hkv) * s.D;
   const int64_t stride = q_dim + 2 * kv_dim + 8, slots = 4 * s.T + 16, max_pos = 4096;
   const auto qkv = random_bf16(size_t(s.T * stride), 21, 3.f);
@@ -46,7 +49,7 @@ Outputs run(const Backend& gpu, const Shape& s, Route route, bool norm_ulp = fal
     pos[size_t(t)] = int32_t((t * 977 + 13) % max_pos);
     map[size_t(t)] = t % 7 == 3 ? -1 : (t * 5 + 1) % slots;
   }
-  if (s.T > 4) map[size_t(s.T - 1)] = map[0];  // slot named twice: the later token wins
+  if (s.T > 4 && slot_kind == Slots::kOneNamedTwice) map[size_t(s.T - 1)] = map[0];  // the later token wins
   const auto cache0 = random_bf16(size_t(slots * kv_dim), 24);
   auto d_qkv = device_copy(gpu, qkv);
   auto d_qn = device_copy(gpu, qn), d_kn = device_copy(gpu, kn);
@@ -62,6 +65,7 @@ Outputs run(const Backend& gpu, const Shape& s, Route route, bool norm_ulp = fal
   a.positions = d_pos->data(), a.table = d_table->data(), a.max_position = max_pos;
   a.slot_mapping = d_map->data(), a.k_cache = d_kc->data(), a.v_cache = d_vc->data(), a.num_slots = slots;
   a.q = q.data(), a.k = k.data(), a.v = v.data();
+  a.slots_distinct = slot_kind == Slots::kDistinctDeclared;
   ExecContext ctx;
   auto ok = [](const absl::Status& st) { EXPECT_TRUE(st.ok()) << st; };
   if (route == Route::kFused) {
@@ -111,6 +115,11 @@ TEST(GpuQkvPrep, FusedEqualsSeparateOpsAndStagesBitwise) {
     EXPECT_TRUE(fused == run(*gpu, s, Route::kStages)) << "fused vs one stage per call";
     // Inverse: the comparison sees a one-ulp change of one norm weight.
     EXPECT_FALSE(fused == run(*gpu, s, Route::kFused, /*norm_ulp=*/true)) << "a changed q_norm weight went unseen";
+    // Distinct slots, declared so (the model's batches): the kernel without its scan writes what the
+    // separate ops write.
+    EXPECT_TRUE(run(*gpu, s, Route::kFused, false, Slots::kDistinctDeclared) ==
+                run(*gpu, s, Route::kSeparateOps, false, Slots::kDistinctDeclared))
+        << "fused with slots_distinct vs separate ops";
   }
 }
 

@@ -262,6 +262,8 @@ TEST(Forward, MalformedBatchesAreClearErrors) {
            Case{"token outside vocab", [](ForwardBatch& b) { b.tokens[3] = 258; }, "tokens[3] = 258"},
            Case{"position beyond context", [](ForwardBatch& b) { b.positions[0] = 1024; }, "positions[0] = 1024"},
            Case{"slot outside cache", [](ForwardBatch& b) { b.slot_mapping[1] = 64 * 16; }, "slot_mapping[1]"},
+           Case{"slot named twice", [](ForwardBatch& b) { b.slot_mapping[7] = b.slot_mapping[2]; },
+                "is also slot_mapping[2]: two tokens would write one KV slot"},
            Case{"query_start mismatch", [](ForwardBatch& b) { b.query_start.back() = 3; }, "query_start"},
            Case{"context shorter than query", [](ForwardBatch& b) { b.context_lens[0] = 2; }, "context_lens 2"},
            Case{"block outside cache", [](ForwardBatch& b) { b.block_tables[0] = 64; }, "block_tables[0][0] = 64"},

@@ -7,15 +7,20 @@
 //     as the 64-row kernel's copies) by cp.async into a ring of stages (full / empty mbarriers), in
 //     the 128-byte swizzled layout wgmma reads; cp.async because paged blocks of 8..256 rows, a
 //     context ending inside a block and two key sources do not map onto one TMA box;
-//   - warpgroups 0 and 1 (consumers, 224 registers) own 64 rows each: S = Q K^T as wgmma m64n64k16 steps over the
-//     head dim in increasing order from +0 (the k16 step gives the bits of mma.sync m16n8k16: the
-//     invariant matmul's tests compare the two), then THE softmax of the 64-row kernel
-//     (attend_softmax, same function: the wgmma accumulator gives each row to a quad of lanes as
-//     mma.sync does), o = o * alpha, o += bf16(P) V as four wgmma m64nHDk16 steps with P from
-//     registers, keys in increasing order; segment partials folded in index order (fold_scales).
+//   - warpgroups 0 and 1 (consumers, 224 registers) own 64 rows each: S = Q K^T as wgmma
+//     m64n64k16 steps over the head dim in increasing order from +0 (the k16 step gives the bits of
+//     mma.sync m16n8k16: the invariant matmul's tests compare the two), then the 64-row kernel's
+//     softmax (the wgmma accumulator gives each row to a quad of lanes as mma.sync does):
+//     attend_softmax itself on sub-blocks at a segment's edges and on the causal diagonal, its
+//     roundings in its order without masking or branches (interior_max, interior_exp_sum) on the
+//     others; o = o * alpha, o += bf16(P) V as four wgmma m64nHDk16 steps with P from registers,
+//     keys in increasing order; segment partials folded in index order (fold_scales) into totals
+//     kept in shared memory.
 // Both warpgroups visit the same sub-blocks (the hull of the tile's key ranges per segment); a
-// row outside a sub-block's keys gets alpha = 1 and P = 0, as in the 64-row kernel's warps. While
-// one warpgroup runs its softmax on the FP32 pipes the other's matrix products run.
+// row outside a sub-block's keys gets alpha = 1 and P = 0, as in the 64-row kernel's warps.
+// Overlap: the warpgroups take turns to issue their scores' wgmma, so one's softmax runs while the
+// other's products do; within a warpgroup the next sub-block of the segment has its scores issued
+// (into a second buffer) before this one's exponentials, and the P V products retire under them.
 #include <cuda_runtime.h>
 
 #include "kernels/cuda/attention_prefill.h"
@@ -46,7 +51,11 @@ struct PrefillLayout {
   static constexpr int kStages = prefill_stages(HD);
   static constexpr int kRing = 2 * kTileBytes;
   static constexpr int kStageBytes = 2 * kTileBytes;  // K, then V
-  static constexpr int kBars = kRing + kStages * kStageBytes;
+  // The consumers' running totals over segments (ot): HD / 2 floats per consumer thread, value j
+  // of thread i at [j][i] (consecutive threads, consecutive banks); here, to leave registers for
+  // two score buffers; read and written once per segment.
+  static constexpr int kTotals = kRing + kStages * kStageBytes;
+  static constexpr int kBars = kTotals + HD / 2 * kConsumerThreads * 4;
   static constexpr int kBytes = kBars + 16 * kStages + 1024;  // + room to align the base to 1024
 };
 
@@ -95,7 +104,8 @@ __device__ __forceinline__ SegRange segment_hull(const AttnParams& P, const Tile
 }
 
 // Producer and consumers walk the same sequence of segments and sub-blocks: start(c) at each
-// segment, visit(sb0, from_new) per sub-block of its hull, finish() at its end.
+// segment, visit(sb0, from_new, last) per sub-block of its hull (last: the hull's last one),
+// finish() at its end.
 template <typename Start, typename Visit, typename Finish>
 __device__ __forceinline__ void walk(const AttnParams& P, const TileInfo& t, Start start, Visit visit,
                                      Finish finish) {
@@ -103,7 +113,7 @@ __device__ __forceinline__ void walk(const AttnParams& P, const TileInfo& t, Sta
     start(c);
     const SegRange h = segment_hull(P, t, c);
     for (int64_t sb0 = h.begin < h.end ? h.begin / kAttnKeys * kAttnKeys : h.end; sb0 < h.end; sb0 += kAttnKeys) {
-      visit(sb0, h.from_new);
+      visit(sb0, h.from_new, sb0 + kAttnKeys >= h.end);
     }
     finish();
   }
@@ -126,7 +136,7 @@ __device__ __forceinline__ void produce(const AttnParams& P, const TileInfo& t, 
   };
   walk(
       P, t, [](int) {},
-      [&](int64_t sb0, bool from_new) {
+      [&](int64_t sb0, bool from_new, bool) {
         const int s = n % L::kStages;
         // Warp w copies keys sb0 + 16w .. + 15 (lane l and l + 16 resolve key 16w + l % 16; the
         // block-table read overlaps the wait for the stage), each pass kRowsPerPass rows of
@@ -156,9 +166,78 @@ __device__ __forceinline__ void produce(const AttnParams& P, const TileInfo& t, 
   while (handed < n) hand_over();
 }
 
+// +0 into each score accumulator, each by its own instruction: zeros copied from one register
+// make ptxas wait for the P V products still in flight before the scores' wgmma (warning C7517),
+// which would undo the overlap below.
+__device__ __forceinline__ void zero_accumulators(float (&sc)[8][4]) {
+#pragma unroll
+  for (int nt = 0; nt < 8; ++nt)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) asm volatile("mov.b32 %0, 0;\n" : "=f"(sc[nt][e]));
+}
+
+// attend_softmax<2> (attention_kernel.cuh) for a sub-block that lies inside the key range of
+// every row of the warp (all but the sub-blocks at a segment's edges and on the causal diagonal):
+// the same roundings in the same order (the gpu tests compare this kernel with the 64-row kernel
+// bit for bit), in fewer instructions per score, in two phases so that the caller can rescale o
+// (by alpha, known after the first) before it issues the next wgmma.
+//  - No masking: it would replace no score (every column is in range and every row active).
+//  - p = exp(x - mu) with mu = m_new, or +0 where m_new = -inf, without attend_softmax's
+//    per-score select (x != -inf ? exp(x - m_new) : 0). Same bits: x = -inf gives x - mu = -inf
+//    (mu finite or +inf), whose fixed_expf is +0; m_new = -inf means no score above -inf, so x is
+//    -inf (exp(-inf - 0) = +0) or NaN (NaN either way).
+struct InteriorMax {
+  float m_new[2], mu[2];
+};
+// Phase 1: scaled scores, the running max, alpha.
+__device__ __forceinline__ InteriorMax interior_max(float scale, float (&sc)[8][4], float (&alpha)[2],
+                                                   const float (&m)[2], const bool (&first)[2]) {
+  InteriorMax r;
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    float mx = -INFINITY;
+#pragma unroll
+    for (int nt = 0; nt < 8; ++nt)
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        const float x = sc[nt][2 * h + e] * scale;
+        sc[nt][2 * h + e] = x;
+        mx = fmaxf(mx, x);
+      }
+    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+    r.m_new[h] = first[h] ? mx : fmaxf(m[h], mx);
+    alpha[h] = first[h] ? 0.0f : fixed_expf(m[h] - r.m_new[h]);
+    r.mu[h] = r.m_new[h] == -INFINITY ? 0.0f : r.m_new[h];
+  }
+  return r;
+}
+// Phase 2: the exponentials in place of the scores, their sum, the row state.
+__device__ __forceinline__ void interior_exp_sum(const InteriorMax& r, float (&sc)[8][4], const float (&alpha)[2],
+                                                 float (&m)[2], float (&l)[2], bool (&first)[2]) {
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    float sum = 0.0f;
+#pragma unroll
+    for (int nt = 0; nt < 8; ++nt)
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        const float p = fixed_expf(sc[nt][2 * h + e] - r.mu[h]);
+        sc[nt][2 * h + e] = p;
+        sum = sum + p;
+      }
+    sum = sum + __shfl_xor_sync(0xffffffffu, sum, 1);
+    sum = sum + __shfl_xor_sync(0xffffffffu, sum, 2);
+    const float scaled = l[h] * alpha[h];
+    l[h] = first[h] ? sum : scaled + sum;
+    m[h] = r.m_new[h];
+    first[h] = false;
+  }
+}
+
 template <int HD, bool kPlanted>
-__device__ __forceinline__ void consume(const AttnParams& P, const TileInfo& t, int g, uint32_t base, uint32_t full,
-                                        uint32_t empty) {
+__device__ __forceinline__ void consume(const AttnParams& P, const TileInfo& t, int g, uint32_t base, float* totals,
+                                        uint32_t full, uint32_t empty) {
   using L = PrefillLayout<HD>;
   constexpr int CH = HD / 8, NTD = HD / 8;
   const int tid = threadIdx.x, wg = tid / 128, lane = tid & 31, warp = (tid / 32) & 3;
@@ -189,15 +268,51 @@ __device__ __forceinline__ void consume(const AttnParams& P, const TileInfo& t, 
     const int r = 64 * wg + warp * 16 + (lane >> 2) + h * 8;
     pos[h] = r < t.nrows ? t.cached + (t.row0 + r) / t.group : -1;
   }
-  float ot[NTD][4], o[NTD][4];
+  float o[NTD][4];
   float tot_m[2] = {0.0f, 0.0f}, tot_l[2] = {0.0f, 0.0f}, m[2], l[2];
   bool has_total[2] = {false, false}, first[2];
   SegRange rg[2];
+  auto total = [&](int nt, int e) -> float& { return totals[(nt * 4 + e) * kConsumerThreads + tid]; };
 #pragma unroll
   for (int nt = 0; nt < NTD; ++nt)
 #pragma unroll
-    for (int e = 0; e < 4; ++e) ot[nt][e] = 0.0f;
-  int n = 0;
+    for (int e = 0; e < 4; ++e) total(nt, e) = 0.0f;
+  int n = 0, pending_stage = -1;
+  bool scores_issued = false;  // this sub-block's scores were issued under the previous one's softmax
+  uint32_t a[4][4];  // P (bf16 pairs), the A operand of the P V products: read until they retire
+  // After wgmma_wait: o is final for the last issued P V products; their stage goes back to the
+  // producer.
+  auto retire_values = [&] {
+    if (pending_stage < 0) return;
+    float(&of)[HD / 2] = reinterpret_cast<float(&)[HD / 2]>(o);
+#pragma unroll
+    for (int i = 0; i < HD / 2; ++i) asm volatile("" : "+f"(of[i])::"memory");
+#pragma unroll
+    for (int kk = 0; kk < 4; ++kk)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) asm volatile("" : "+r"(a[kk][i])::"memory");
+    mbar_arrive(empty + 8 * pending_stage);
+    pending_stage = -1;
+  };
+  // S = Q K^T of sub-block number i into sc, issued in this warpgroup's turn, left in flight.
+  float sc_next[8][4];
+  auto issue_scores = [&](float(&sc)[8][4], int i) {
+    const int s = i % L::kStages;
+    const uint32_t k_st = ring + s * L::kStageBytes;
+    zero_accumulators(sc);
+    float(&scf)[32] = reinterpret_cast<float(&)[32]>(sc);
+    mbar_wait(full + 8 * s, (i / L::kStages) & 1);
+    named_barrier_sync(3 + wg, 256);
+    wgmma_fence();
+#pragma unroll
+    for (int step = 0; step < HD / 16; ++step) {
+      const int kk = kPlanted ? HD / 16 - 1 - step : step;
+      const uint32_t off = (kk >> 2) * 8192 + (kk & 3) * 32;
+      wgmma_m64k16<64>(scf, smem_desc(q_s + off), smem_desc(k_st + off));
+    }
+    wgmma_commit();
+    named_barrier_arrive(3 + (1 - wg), 256);
+  };
   walk(
       P, t,
       [&](int c) {
@@ -212,35 +327,54 @@ __device__ __forceinline__ void consume(const AttnParams& P, const TileInfo& t, 
 #pragma unroll
           for (int e = 0; e < 4; ++e) o[nt][e] = 0.0f;
       },
-      [&](int64_t sb0, bool) {
+      [&](int64_t sb0, bool, bool last) {
         const int s = n % L::kStages;
-        const uint32_t k_st = ring + s * L::kStageBytes, v_st = k_st + L::kTileBytes;
-        bool active[2];
+        const uint32_t v_st = ring + s * L::kStageBytes + L::kTileBytes;
+        bool active[2], inside = true;
 #pragma unroll
-        for (int h = 0; h < 2; ++h) active[h] = max(rg[h].begin, sb0) < min(rg[h].end, sb0 + kAttnKeys);
+        for (int h = 0; h < 2; ++h) {
+          active[h] = max(rg[h].begin, sb0) < min(rg[h].end, sb0 + kAttnKeys);
+          inside = inside && rg[h].begin <= sb0 && rg[h].end >= sb0 + kAttnKeys;
+        }
+        // This sub-block's scores: issued under the previous sub-block's softmax (into sc_next),
+        // or now. Their wait also retires the previous P V products, whose stage is released.
+        if (!scores_issued) issue_scores(sc_next, n);
+        wgmma_wait<0>();
         float sc[8][4];
 #pragma unroll
         for (int nt = 0; nt < 8; ++nt)
 #pragma unroll
-          for (int e = 0; e < 4; ++e) sc[nt][e] = 0.0f;
-        float(&scf)[32] = reinterpret_cast<float(&)[32]>(sc);
-        mbar_wait(full + 8 * s, (n / L::kStages) & 1);
-        named_barrier_sync(3 + wg, 256);
-        wgmma_fence();
-#pragma unroll
-        for (int step = 0; step < HD / 16; ++step) {
-          const int kk = kPlanted ? HD / 16 - 1 - step : step;
-          const uint32_t off = (kk >> 2) * 8192 + (kk & 3) * 32;
-          wgmma_m64k16<64>(scf, smem_desc(q_s + off), smem_desc(k_st + off));
-        }
-        wgmma_commit();
-        named_barrier_arrive(3 + (1 - wg), 256);
-        wgmma_wait<0>();
-#pragma unroll
-        for (int i = 0; i < 32; ++i) asm volatile("" : "+f"(scf[i])::"memory");
+          for (int e = 0; e < 4; ++e) {
+            asm volatile("" : "+f"(sc_next[nt][e])::"memory");
+            sc[nt][e] = sc_next[nt][e];
+          }
+        retire_values();
+        // The next sub-block's scores (same segment) are issued once o is rescaled (ptxas serialises
+        // the wgmma if o changes while they are in flight), and run under this one's exponentials.
+        scores_issued = !last;
+        const bool was_first[2] = {first[0], first[1]};
+        const bool interior = __all_sync(0xffffffffu, inside);
         float alpha[2];
-        attend_softmax<2>(sb0, rg, active, P.scale, sc, alpha, m, l, first);
-        uint32_t a[4][4];
+        InteriorMax r;
+        if (interior) {
+          r = interior_max(P.scale, sc, alpha, m, first);
+        } else {
+          attend_softmax<2>(sb0, rg, active, P.scale, sc, alpha, m, l, first);
+        }
+        // o = o * alpha, skipped where it changes no value in the warp: alpha = 1, or the row's first
+        // sub-block of the segment (o still +0: +0 * 0 = +0).
+        const bool unchanged = (alpha[0] == 1.0f || was_first[0]) && (alpha[1] == 1.0f || was_first[1]);
+        if (!__all_sync(0xffffffffu, unchanged)) {
+#pragma unroll
+          for (int nt = 0; nt < NTD; ++nt) {
+            o[nt][0] = o[nt][0] * alpha[0];
+            o[nt][1] = o[nt][1] * alpha[0];
+            o[nt][2] = o[nt][2] * alpha[1];
+            o[nt][3] = o[nt][3] * alpha[1];
+          }
+        }
+        if (!last) issue_scores(sc_next, n + 1);
+        if (interior) interior_exp_sum(r, sc, alpha, m, l, first);
 #pragma unroll
         for (int kk = 0; kk < 4; ++kk) {
           a[kk][0] = pack_bf16x2(sc[2 * kk][0], sc[2 * kk][1]);
@@ -248,29 +382,30 @@ __device__ __forceinline__ void consume(const AttnParams& P, const TileInfo& t, 
           a[kk][2] = pack_bf16x2(sc[2 * kk + 1][0], sc[2 * kk + 1][1]);
           a[kk][3] = pack_bf16x2(sc[2 * kk + 1][2], sc[2 * kk + 1][3]);
         }
-#pragma unroll
-        for (int nt = 0; nt < NTD; ++nt) {
-          o[nt][0] = o[nt][0] * alpha[0];
-          o[nt][1] = o[nt][1] * alpha[0];
-          o[nt][2] = o[nt][2] * alpha[1];
-          o[nt][3] = o[nt][3] * alpha[1];
-        }
         float(&of)[HD / 2] = reinterpret_cast<float(&)[HD / 2]>(o);
         wgmma_fence();
 #pragma unroll
         for (int kk = 0; kk < 4; ++kk) wgmma_m64k16_rs_mn<HD>(of, a[kk], smem_desc_mn(v_st + kk * 2048, 8192));
         wgmma_commit();
-        wgmma_wait<0>();
-#pragma unroll
-        for (int i = 0; i < HD / 2; ++i) asm volatile("" : "+f"(of[i])::"memory");
-        mbar_arrive(empty + 8 * s);
+        pending_stage = s;
         ++n;
       },
       [&] {  // the segment's partial, folded into the row's total in segment order
+        wgmma_wait<0>();
+        retire_values();
+        float ot[NTD][4];
+#pragma unroll
+        for (int nt = 0; nt < NTD; ++nt)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) ot[nt][e] = total(nt, e);
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
           if (pos[h] >= 0 && !first[h]) fold_row_partial<NTD>(h, o, m[h], l[h], ot, tot_m[h], tot_l[h], has_total[h]);
         }
+#pragma unroll
+        for (int nt = 0; nt < NTD; ++nt)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) total(nt, e) = ot[nt][e];
       });
   if (wg == 0) named_barrier_sync(3, 256);  // warpgroup 1's last grant: every arrival is consumed
 
@@ -282,8 +417,8 @@ __device__ __forceinline__ void consume(const AttnParams& P, const TileInfo& t, 
 #pragma unroll
     for (int nt = 0; nt < NTD; ++nt) {
       const int d = nt * 8 + (lane & 3) * 2;
-      dst[d] = to_bf16(__fdiv_rn(ot[nt][2 * h], tot_l[h]));
-      dst[d + 1] = to_bf16(__fdiv_rn(ot[nt][2 * h + 1], tot_l[h]));
+      dst[d] = to_bf16(__fdiv_rn(total(nt, 2 * h), tot_l[h]));
+      dst[d + 1] = to_bf16(__fdiv_rn(total(nt, 2 * h + 1), tot_l[h]));
     }
   }
 }
@@ -314,7 +449,8 @@ __global__ void __launch_bounds__(kThreads, 1) attention_prefill_kernel(AttnPara
     produce<HD>(P, t, g, base + L::kRing, full, empty);
   } else {
     asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kConsumerRegs));
-    consume<HD, kPlanted>(P, t, g, base, full, empty);
+    float* totals = reinterpret_cast<float*>(smem_raw + (base - smem_addr(smem_raw)) + L::kTotals);
+    consume<HD, kPlanted>(P, t, g, base, totals, full, empty);
   }
 #endif
 }

@@ -21,6 +21,17 @@
 // two buffers, and leave the global stores to the copy engine: the tensor cores wait for the
 // register-to-shared writes only, not for 64 scattered global stores per thread (measured on the
 // H200: 0.86 -> 0.94 of cuBLASLt at M >= 1024, where a K = 4096 tile spent ~15% of its time there).
+// Ping-pong (PINGPONG): the tensor cores still idle while both warpgroups write their shares of one
+// tile. There each consumer warpgroup owns whole 64 x BN tiles (the walk's tiles alternate between
+// them; same ring, one reader per stage) and a turn, passed through two named barriers once a
+// warpgroup has issued its last wgmma group, makes their mainloops alternate: one warpgroup's
+// epilogue (bias, rounding or the fused silu.mul, the staged TMA store) runs under the other's
+// mainloop. Measured on the H200 (bench_cuda_matmul --sweep, M = 1000, 2026-12-01): 2 x (64 x 256)
+// sharing w took 1.01-1.07x the time of the 2 x (128 x 256) pair with its output by TMA (qkv 86.8
+// against 83.4 us, down 159 against 152), so it is a configuration, not chosen. Likely reasons: a
+// 64-row tile reads 1.5x the L2 bytes per flop of a 128-row pair's, its 4-stage ring holds half
+// the mainloop time, and one warpgroup alone issues the wgmma. Slower still, not kept: clusters of
+// four sharing w (a quarter of the box each; 1.10-1.57x), pairs sharing x, 192 and 128 columns.
 #include <cuda.h>
 #include <cuda_runtime.h>
 
@@ -35,23 +46,30 @@
 namespace samebits::cuda {
 namespace {
 
-constexpr int kBK = kTmaBoxK, kBM = 128;
+constexpr int kBK = kTmaBoxK;
 constexpr int kOutBox = 64 * 64 * 2;  // one staged output box: 64 rows x 64 bf16 columns, 128-byte swizzled
 
 // CM x CN CTAs per cluster (CM * CN <= 2); LAG wgmma groups left in flight when a stage is
 // released (0: the stage is released as soon as its own group retires). OUT: output boxes staged
 // in shared memory per consumer warpgroup (0: every thread stores its accumulators to y itself;
 // 2: two 64 x 64 boxes per warpgroup, written by the copy engine while the next box is staged and
-// the next tile's wgmma runs). REVERSE_K (tests only: a planted K-order change) copies the k tiles last to first.
-template <int BN, int CM, int CN, int STAGES, int LAG, int OUT = 0>
+// the next tile's wgmma runs). PINGPONG: each consumer warpgroup owns whole 64 x BN tiles, taking
+// every other tile of the walk (else both share one 128 x BN tile). REVERSE_K (tests only: a
+// planted K-order change) copies the k tiles last to first.
+template <int BN, int CM, int CN, int STAGES, int LAG, int OUT = 0, bool PINGPONG = false>
 struct ClusterTile {
   static constexpr int kCtas = CM * CN;
-  static constexpr int kABytes = kBM * kBK * 2, kBBytes = BN * kBK * 2, kStage = kABytes + kBBytes;
-  static constexpr int kARows = kBM / CN, kBRows = BN / CM;  // rows of A and B this CTA copies
+  static constexpr int kRows = PINGPONG ? 64 : 128;  // rows of a CTA's tile
+  static constexpr int kConsumersPerStage = PINGPONG ? 1 : 2;
+  static constexpr int kABytes = kRows * kBK * 2, kBBytes = BN * kBK * 2, kStage = kABytes + kBBytes;
+  static constexpr int kARows = kRows / CN, kBRows = BN / CM;  // rows of A and B this CTA copies
   static constexpr int kThreads = 3 * 128;
   static constexpr int kOutBytes = 2 * OUT * kOutBox;          // both consumer warpgroups' boxes
   static constexpr int kSmem = STAGES * kStage + kOutBytes + 1024 + 256;  // + alignment + barriers
+  __host__ __device__ static constexpr uint16_t all_ctas() { return uint16_t((1 << kCtas) - 1); }  // multicast mask: the whole cluster
   static_assert(kCtas <= 2 && LAG <= 1, "pairs of CTAs, at most one group in flight");
+  static_assert(!PINGPONG || (LAG == 1 && OUT == 2),
+                "ping-pong: the one warpgroup at the tensor cores keeps a group in flight; staged output");
   static_assert(OUT == 0 || (OUT == 2 && BN % 64 == 0), "staged output: two boxes of 64 columns");
   static_assert(kStage % 1024 == 0 && (kARows * 128) % 1024 == 0 && (kBRows * 128) % 1024 == 0,
                 "stages and multicast halves stay 1024-byte aligned (128-byte swizzle atoms)");
@@ -133,12 +151,16 @@ __device__ __forceinline__ void store_gate_up_tile_by_tma(const LinearParams& p,
 
 #endif
 
-template <int BN, int CM, int CN, int STAGES, int LAG, int OUT, bool REVERSE_K>
+// Named barriers 3 and 4: the ping-pong turn of consumer warpgroup 0 / 1 at the tensor cores (1 and
+// 2 are the warpgroups' output boxes).
+constexpr int kTurnBarrier = 3;
+
+template <int BN, int CM, int CN, int STAGES, int LAG, int OUT, bool PINGPONG, bool REVERSE_K>
 __global__ void __launch_bounds__(3 * 128, 1)
     cluster_linear_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b,
                           const __grid_constant__ CUtensorMap map_y, LinearParams p, int store_by_tma) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  using T = ClusterTile<BN, CM, CN, STAGES, LAG, OUT>;
+  using T = ClusterTile<BN, CM, CN, STAGES, LAG, OUT, PINGPONG>;
   extern __shared__ unsigned char smem_raw[];
   const uint32_t base = (smem_addr(smem_raw) + 1023u) & ~1023u;
   const uint32_t out_boxes = base + STAGES * T::kStage;
@@ -148,18 +170,18 @@ __global__ void __launch_bounds__(3 * 128, 1)
   const int rank_m = int(rank) / CN, rank_n = int(rank) % CN;
   const int cluster = T::kCtas == 1 ? blockIdx.x : int(cluster_index());
   const int clusters = T::kCtas == 1 ? gridDim.x : int(cluster_count());
-  const int tiles = ((p.M + kBM * CM - 1) / (kBM * CM)) * ((p.N + BN * CN - 1) / (BN * CN));
+  const int tiles = ((p.M + T::kRows * CM - 1) / (T::kRows * CM)) * ((p.N + BN * CN - 1) / (BN * CN));
   const int KT = (p.K + kBK - 1) / kBK;
   // This CTA's tile of cluster tile t.
   auto tile_origin = [&](int t, int* m0, int* n0) {
-    tile_of_block(t, p.M, p.N, kBM * CM, BN * CN, m0, n0);
-    *m0 += rank_m * kBM;
+    tile_of_block(t, p.M, p.N, T::kRows * CM, BN * CN, m0, n0);
+    *m0 += rank_m * T::kRows;
     *n0 += rank_n * BN;
   };
   if (tid == 0) {
     for (int s = 0; s < STAGES; ++s) {
       mbar_init(full + 8 * s, 1);
-      mbar_init(empty + 8 * s, 2 * T::kCtas);  // one arrival per consumer warpgroup of each CTA
+      mbar_init(empty + 8 * s, T::kConsumersPerStage * T::kCtas);  // one arrival per reading warpgroup of each CTA
     }
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
   }
@@ -177,28 +199,28 @@ __global__ void __launch_bounds__(3 * 128, 1)
         int m0, n0;
         tile_origin(t, &m0, &n0);
         // The rows of B (the weights) this CTA copies: half of the shared box, or its own box.
-        const int b_row = CM == 2 ? n0 + rank_m * T::kBRows : n0;
+        const int b_row = CM > 1 ? n0 + rank_m * T::kBRows : n0;
         for (int step = 0; step < KT; ++step, ++it) {
           const int s = it % STAGES, kt = REVERSE_K ? KT - 1 - step : step;
           mbar_wait(empty + 8 * s, ((it / STAGES) & 1) ^ 1);
           mbar_expect_tx(full + 8 * s, T::kStage);  // own copies and the peer's multicast half
           const uint32_t stage = base + s * T::kStage, bar = full + 8 * s;
-          if constexpr (CN == 2) {  // A shared along N: this CTA copies rows [64 rank_n, + 64) to both
+          if constexpr (CN == 2) {  // A shared along N: this CTA copies rows [kARows rank_n, + kARows) to both
             tma_load_2d_multicast(stage + rank_n * T::kARows * 128, &map_a, kt * kBK, m0 + rank_n * T::kARows, bar,
-                                  uint16_t(3));
+                                  T::all_ctas());
           } else {
             tma_load_2d(stage, &map_a, kt * kBK, m0, bar);
           }
-          if constexpr (CM == 2) {  // B shared along M: this CTA copies rows [BN/2 rank_m, + BN/2) to both
+          if constexpr (CM > 1) {  // B shared along M: this CTA copies rows [kBRows rank_m, + kBRows) to all
             tma_load_2d_multicast(stage + T::kABytes + rank_m * T::kBRows * 128, &map_b, kt * kBK, b_row, bar,
-                                  uint16_t(3));
+                                  T::all_ctas());
           } else {
             tma_load_2d(stage + T::kABytes, &map_b, kt * kBK, b_row, bar);
           }
         }
       }
     }
-  } else {  // consumers: warpgroup c owns rows [64c, 64c + 64) of the tile
+  } else {  // consumers: warpgroup c = wg - 1
     asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n");
     const int c = wg - 1;
     auto release = [&](int s) {  // this warpgroup no longer reads stage s: thread i tells CTA i
@@ -208,26 +230,53 @@ __global__ void __launch_bounds__(3 * 128, 1)
         mbar_arrive_cluster(empty + 8 * s, uint32_t(tid % 128));
       }
     };
-    int it = 0, box = 0;
-    for (int t = cluster; t < tiles; t += clusters) {
-      int m0, n0;
-      tile_origin(t, &m0, &n0);
-      float d[BN / 2];
-      wgmma_tile<BN, STAGES, LAG>(d, KT, it, base, T::kStage, c * 64 * kBK * 2, T::kABytes, full, release);
+    int box = 0;
+    // This warpgroup's 64 x BN accumulators at (row0, col0) to y.
+    auto epilogue = [&](const float(&d)[BN / 2], int row0, int col0) {
       if constexpr (OUT > 0) {
         if (store_by_tma) {
           const uint32_t boxes = out_boxes + uint32_t(c * OUT * kOutBox);
           if constexpr (BN % 128 == 0) {
             if (p.gate_up) {
-              store_gate_up_tile_by_tma<BN>(p, &map_y, d, m0 + c * 64, n0, boxes, c, box);
-              continue;
+              store_gate_up_tile_by_tma<BN>(p, &map_y, d, row0, col0, boxes, c, box);
+              return;
             }
           }
-          store_tile_by_tma<BN>(p, &map_y, d, m0 + c * 64, n0, boxes, c, box);
-          continue;
+          store_tile_by_tma<BN>(p, &map_y, d, row0, col0, boxes, c, box);
+          return;
         }
       }
-      store_wgmma_accumulators<BN>(p, d, m0 + c * 64, n0, false);
+      store_wgmma_accumulators<BN>(p, d, row0, col0, false);
+    };
+    if constexpr (PINGPONG) {
+      // Warpgroup c takes the walk's tiles c, c + 2, ...; their k tiles sit in the ring in walk
+      // order (tile i's from it = i KT on). The turn at the tensor cores passes from one warpgroup
+      // to the other once all of a tile's groups are issued (barrier 3 + c: warpgroup c waits,
+      // the other arrives), so their mainloops alternate and each one's epilogue runs under the
+      // other's mainloop. Every wait is matched by exactly one arrival: warpgroup 1 gives the first
+      // turn, and a warpgroup passes the turn only where the other has a tile left.
+      if (c == 1) named_barrier_arrive(kTurnBarrier, 256);
+      for (int t = cluster + c * clusters, i = c; t < tiles; t += 2 * clusters, i += 2) {
+        int m0, n0;
+        tile_origin(t, &m0, &n0);
+        int it = i * KT;
+        const bool other_has_next = t + clusters < tiles;
+        float d[BN / 2];
+        named_barrier_sync(kTurnBarrier + c, 256);
+        wgmma_tile<BN, STAGES, LAG>(d, KT, it, base, T::kStage, 0, T::kABytes, full, release, [&] {
+          if (other_has_next) named_barrier_arrive(kTurnBarrier + 1 - c, 256);
+        });
+        epilogue(d, m0, n0);
+      }
+    } else {  // both warpgroups on every tile: warpgroup c owns rows [64c, 64c + 64)
+      int it = 0;
+      for (int t = cluster; t < tiles; t += clusters) {
+        int m0, n0;
+        tile_origin(t, &m0, &n0);
+        float d[BN / 2];
+        wgmma_tile<BN, STAGES, LAG>(d, KT, it, base, T::kStage, c * 64 * kBK * 2, T::kABytes, full, release);
+        epilogue(d, m0 + c * 64, n0);
+      }
     }
     if constexpr (OUT > 0) {
       if (store_by_tma && tid % 128 == 0) tma_store_wait_all();  // the boxes are read before the CTA leaves
@@ -238,10 +287,10 @@ __global__ void __launch_bounds__(3 * 128, 1)
 #endif
 }
 
-template <int BN, int CM, int CN, int STAGES, int LAG, int OUT = 0, bool REVERSE_K = false>
+template <int BN, int CM, int CN, int STAGES, int LAG, int OUT = 0, bool PINGPONG = false, bool REVERSE_K = false>
 absl::Status launch(const LinearParams& p, cudaStream_t stream) {
-  using T = ClusterTile<BN, CM, CN, STAGES, LAG, OUT>;
-  auto kernel = cluster_linear_kernel<BN, CM, CN, STAGES, LAG, OUT, REVERSE_K>;
+  using T = ClusterTile<BN, CM, CN, STAGES, LAG, OUT, PINGPONG>;
+  auto kernel = cluster_linear_kernel<BN, CM, CN, STAGES, LAG, OUT, PINGPONG, REVERSE_K>;
   static int max_clusters = 0;
   cudaLaunchAttribute attribute[1];
   cudaLaunchConfig_t config = cluster_launch_config(T::kCtas, T::kThreads, T::kSmem, stream, attribute);
@@ -264,7 +313,7 @@ absl::Status launch(const LinearParams& p, cudaStream_t stream) {
   const int store_by_tma = OUT > 0 && p.y_f32 == nullptr && (!p.gate_up || BN % 128 == 0) && out_n % 8 == 0 &&
                            (reinterpret_cast<uintptr_t>(p.y) & 15) == 0;
   if (store_by_tma) SAMEBITS_RETURN_IF_ERROR(make_tma_map(&map_y, p.y, p.M, out_n, 64));
-  const int64_t tiles = ceil_div64(p.M, kBM * CM) * ceil_div64(p.N, BN * CN);
+  const int64_t tiles = ceil_div64(p.M, T::kRows * CM) * ceil_div64(p.N, BN * CN);
   config.gridDim = dim3(unsigned(std::min<int64_t>(tiles, max_clusters) * T::kCtas));
   SAMEBITS_CUDA_TRY(cudaLaunchKernelEx(&config, kernel, map_a, map_b, map_y, p, store_by_tma));
   return check_launch("cluster_linear_kernel");
@@ -291,7 +340,8 @@ absl::Status launch_cluster_linear(const LinearParams& p, ClusterConfig config, 
     case ClusterConfig::k128m2out: return launch<128, 2, 1, 6, 1, 2>(p, stream);
     case ClusterConfig::k128n2out: return launch<128, 1, 2, 6, 1, 2>(p, stream);
     case ClusterConfig::k64n2out: return launch<64, 1, 2, 8, 1, 2>(p, stream);
-    case ClusterConfig::kPlantedReverseK: return launch<256, 2, 1, 4, 0, 0, true>(p, stream);
+    case ClusterConfig::k256m2pingpong: return launch<256, 2, 1, 4, 1, 2, true>(p, stream);
+    case ClusterConfig::kPlantedReverseK: return launch<256, 2, 1, 4, 0, 0, false, true>(p, stream);
   }
   return absl::InvalidArgumentError("linear: unknown cluster configuration");
 }

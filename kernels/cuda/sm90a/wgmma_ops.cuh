@@ -119,10 +119,16 @@ __device__ __forceinline__ void wgmma_k_tile(float (&d)[BN / 2], uint32_t full, 
 // `a_offset` and the B tile at `b_offset` in it; `it` counts k tiles across the tiles of a
 // persistent block). `release(s)` is called once for every stage when this warpgroup no longer
 // reads it: at once when its group retires (LAG 0) or one group later (LAG 1, one group left in
-// flight while the next stage is waited for). d is ready for the epilogue on return.
-template <int BN, int STAGES, int LAG, typename Release>
+// flight while the next stage is waited for). `issued()` is called once the last group is issued,
+// before it retires (the ping-pong kernels pass the tensor cores to the other warpgroup there).
+// d is ready for the epilogue on return.
+struct NothingToSignal {
+  __device__ __forceinline__ void operator()() const {}
+};
+template <int BN, int STAGES, int LAG, typename Release, typename Issued = NothingToSignal>
 __device__ __forceinline__ void wgmma_tile(float (&d)[BN / 2], int KT, int& it, uint32_t base, uint32_t stage_bytes,
-                                           uint32_t a_offset, uint32_t b_offset, uint32_t full, Release release) {
+                                           uint32_t a_offset, uint32_t b_offset, uint32_t full, Release release,
+                                           Issued issued = {}) {
   static_assert(LAG == 0 || LAG == 1, "at most one group in flight");
 #pragma unroll
   for (int i = 0; i < BN / 2; ++i) d[i] = 0.0f;
@@ -137,6 +143,7 @@ __device__ __forceinline__ void wgmma_tile(float (&d)[BN / 2], int KT, int& it, 
       release((it - 1) % STAGES);  // that stage's group has retired
     }
   }
+  issued();
   wgmma_wait<0>();
 #pragma unroll
   for (int i = 0; i < BN / 2; ++i) asm volatile("" : "+f"(d[i])::"memory");
