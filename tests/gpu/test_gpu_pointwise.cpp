@@ -13,6 +13,7 @@
 #include "tests/support/test_support.h"
 #if defined(SAMEBITS_HAVE_CUDA)
 #include "kernels/cuda/cuda_ops.h"
+#include "kernels/cuda/silu_mul_route.h"
 #endif
 #if defined(SAMEBITS_GPU_TESTS_HAVE_MODEL)
 #include "models/tiny_qwen/weights.h"
@@ -95,6 +96,58 @@ TEST(GpuPointwise, SiluMulEqualsCpuBitwise) {
                                            << first_diff(out[0], out[1]);
   }
 }
+
+#if defined(SAMEBITS_HAVE_CUDA)
+// silu_mul's 16-byte path: the current kernel (two pieces per thread, cvt rounding) and the previous
+// one (SiluMulRoute) bit for bit, and against the CPU backend (bit for bit but NaN payloads): gate and up apart and interleaved in
+// groups of 8 (gate_up by parts), sizes that leave a block partly idle, the burst's 1000 x 12288
+// (1 x 12288 under the sanitizers), and gate / up values at the edges: NaNs of both signs with
+// payloads, infinities, zeros of both signs, subnormals, the exp's clamp bounds, the largest finite.
+TEST(GpuPointwise, SiluMulCurrentEqualsPreviousAndCpuBitwise) {
+  SAMEBITS_REQUIRE_GPU();
+  const uint16_t edges[] = {0x7fc1, 0xffa5, 0x7f80, 0xff80, 0x0000, 0x8000, 0x0001, 0x8071, 0x7f7f, 0xff7f,
+                            0x42d0, 0xc2d0, 0x42b2, 0xc2b2, 0x3f80, 0xbf80, 0x4380, 0xc380};
+  const int64_t burst_rows = sanitizer_shapes() ? 1 : 1000;
+  const int64_t shapes[][2] = {{5, 3000}, {1, 8}, {3, 1368}, {burst_rows, 12288}};
+  uint64_t seed = 400;
+  for (const auto& s : shapes) {
+    for (int64_t group : {0, 8}) {
+      const int64_t T = s[0], F = s[1];
+      SCOPED_TRACE(absl::StrCat("T=", T, " F=", F, " group=", group));
+      // group 0: gate [T, F] then up [T, F]; group 8: one [T, 2F] buffer, gate and up pieces alternating.
+      std::vector<bf16> in = random_bf16(size_t(2 * T * F), ++seed, 12.f);
+      for (size_t i = 0; i < in.size(); i += 97) in[i] = bf16{edges[(i / 97) % std::size(edges)]};
+      std::vector<bf16> out[3];
+      for (int b = 0; b < 3; ++b) {
+        const Backend& be = b == 2 ? cpu_backend() : *gpu;
+        auto din = device_copy(be, in);
+        DeviceBuffer<bf16> y(be, size_t(T * F));
+        SiluMulArgs a{din->data(), din->data() + (group == 0 ? T * F : group), T, F, y.data(), group};
+        ExecContext ctx;
+        if (b == 2) {
+          SAMEBITS_ASSERT_OK(be.silu_mul(ctx, a));
+        } else {
+          SAMEBITS_ASSERT_OK(cuda_silu_mul_routed(ctx, a, b == 0 ? SiluMulRoute::kCurrent : SiluMulRoute::kPrevious));
+        }
+        SAMEBITS_ASSERT_OK(be.synchronize(ctx));
+        out[b] = y.download();
+        EXPECT_EQ(y.check_guards(), "");
+      }
+      EXPECT_TRUE(same_bits(out[0], out[1])) << "current vs previous, first diff " << first_diff(out[0], out[1]);
+      // The CPU keeps a NaN operand's sign and payload where the GPU's arithmetic gives the canonical
+      // NaN (the contract leaves NaN bits between backends open): there, both NaN.
+      int64_t cpu_diffs = 0, first_cpu_diff = -1;
+      for (size_t i = 0; i < out[2].size(); ++i) {
+        const bool both_nan = std::isnan(to_float(out[0][i])) && std::isnan(to_float(out[2][i]));
+        if (out[0][i].bits != out[2][i].bits && !both_nan) {
+          if (cpu_diffs++ == 0) first_cpu_diff = int64_t(i);
+        }
+      }
+      EXPECT_EQ(cpu_diffs, 0) << "current vs cpu, first diff " << first_cpu_diff;
+    }
+  }
+}
+#endif
 
 TEST(GpuPointwise, EmbeddingEqualsCpuAndReportsBadIds) {
   SAMEBITS_REQUIRE_GPU();
