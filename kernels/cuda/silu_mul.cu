@@ -18,8 +18,8 @@
 
 #include "kernels/cuda/cuda_common.h"
 #include "kernels/cuda/cuda_ops.h"
-#include "kernels/cuda/silu_mul_route.h"
 #include "kernels/cuda/silu_mul.cuh"
+#include "kernels/cuda/silu_mul_route.h"
 #include "kernels/gate_up_silu.h"
 #include "kernels/op_checks.h"
 

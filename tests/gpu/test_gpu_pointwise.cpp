@@ -99,10 +99,11 @@ TEST(GpuPointwise, SiluMulEqualsCpuBitwise) {
 
 #if defined(SAMEBITS_HAVE_CUDA)
 // silu_mul's 16-byte path: the current kernel (two pieces per thread, cvt rounding) and the previous
-// one (SiluMulRoute) bit for bit, and against the CPU backend (bit for bit but NaN payloads): gate and up apart and interleaved in
-// groups of 8 (gate_up by parts), sizes that leave a block partly idle, the burst's 1000 x 12288
-// (1 x 12288 under the sanitizers), and gate / up values at the edges: NaNs of both signs with
-// payloads, infinities, zeros of both signs, subnormals, the exp's clamp bounds, the largest finite.
+// one (SiluMulRoute) bit for bit, and against the CPU backend (bit for bit but NaN payloads): gate
+// and up apart and interleaved in groups of 8 (gate_up by parts), sizes that leave a block partly
+// idle, the burst's 1000 x 12288 (1 x 12288 under the sanitizers), and gate / up values at the
+// edges: NaNs of both signs with payloads, infinities, zeros of both signs, subnormals, the exp's
+// clamp bounds, the largest finite.
 TEST(GpuPointwise, SiluMulCurrentEqualsPreviousAndCpuBitwise) {
   SAMEBITS_REQUIRE_GPU();
   const uint16_t edges[] = {0x7fc1, 0xffa5, 0x7f80, 0xff80, 0x0000, 0x8000, 0x0001, 0x8071, 0x7f7f, 0xff7f,
