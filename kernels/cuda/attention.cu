@@ -163,6 +163,16 @@ absl::Status launch_decode(const AttnParams& params, const Extents& e, cudaStrea
 // the kernels' shared-exponentials softmax (attention_kernel.cuh, kExpsShared): the same bits.
 bool share_exps(const Extents& e) { return e.grid.partial_rows <= 4; }
 
+// The decode kernel with kWarps warps per block, sharing the exponentials where the launch allows
+// (tiles of at most 8 rows, kHalves = 1, every one holding at most 4).
+template <int HD, int kHalves, int kWarps>
+absl::Status launch_decode_exps(const AttnParams& params, const Extents& e, cudaStream_t stream) {
+  if constexpr (kHalves == 1) {
+    if (share_exps(e)) return launch_decode<HD, kHalves, kWarps, cuda::kExpsShared>(params, e, stream);
+  }
+  return launch_decode<HD, kHalves, kWarps>(params, e, stream);
+}
+
 // Warps per block: the most kv heads of a sequence (8, 4 or 2, dividing num_kv_heads) whose shared
 // memory fits one block, if the blocks still number at least two per SM; else one. Blocks of one
 // warp each made a large batch of short decodes slow: with warps of different blocks at different
@@ -181,21 +191,10 @@ absl::Status launch_decode_tiles(const AttnParams& params, const Extents& e, boo
     return w <= max_warps && params.num_kv_heads % w == 0 && w * kWarpBytes <= kMaxBlockBytes &&
            (widest || warps / w >= int64_t(2) * cuda::device_sm_count());
   };
-  constexpr int kShared = kHalves == 1 ? cuda::kExpsShared : cuda::kExpsOwn;
-  if (fits(8)) {
-    return share_exps(e) ? launch_decode<HD, kHalves, 8, kShared>(params, e, stream)
-                         : launch_decode<HD, kHalves, 8>(params, e, stream);
-  }
-  if (fits(4)) {
-    return share_exps(e) ? launch_decode<HD, kHalves, 4, kShared>(params, e, stream)
-                         : launch_decode<HD, kHalves, 4>(params, e, stream);
-  }
-  if (fits(2)) {
-    return share_exps(e) ? launch_decode<HD, kHalves, 2, kShared>(params, e, stream)
-                         : launch_decode<HD, kHalves, 2>(params, e, stream);
-  }
-  return share_exps(e) ? launch_decode<HD, kHalves, 1, kShared>(params, e, stream)
-                       : launch_decode<HD, kHalves, 1>(params, e, stream);
+  if (fits(8)) return launch_decode_exps<HD, kHalves, 8>(params, e, stream);
+  if (fits(4)) return launch_decode_exps<HD, kHalves, 4>(params, e, stream);
+  if (fits(2)) return launch_decode_exps<HD, kHalves, 2>(params, e, stream);
+  return launch_decode_exps<HD, kHalves, 1>(params, e, stream);
 }
 
 // Decode warps of a launch below which attention_decode_chain_kernel takes its decode tiles (few
