@@ -16,6 +16,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "kernels/cuda/bf16_round.cuh"
 #include "kernels/cuda/cuda_common.h"
 #include "kernels/cuda/cuda_ops.h"
 #include "kernels/cuda/silu_mul.cuh"
@@ -54,35 +55,24 @@ __global__ void silu_mul_vec_kernel(const uint4* gate, const uint4* up, uint4* y
   y[i] = make_uint4(out[0], out[1], out[2], out[3]);
 }
 
-// bf16 rounding by one cvt, without bf16_round.cuh's NaN test: where it is used here a NaN is
-// either a product of the GPU's multiply, always the canonical NaN 0x7fffffff, which cvt and
-// to_bf16 both take to 0x7fff, or silu's value, rounded only to be multiplied (any NaN in, the
-// canonical NaN out). So silu_mul_pair gives silu_mul_value's bits for every input (gpu test with
-// NaNs of both signs and payloads, infinities, subnormals), and without branches the compiler can
-// interleave the 16 elements of a thread.
-__device__ __forceinline__ float round_bf16_cvt(float f) {
-  uint16_t h;
-  asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(f));
-  return __uint_as_float(uint32_t(h) << 16);
-}
-
-__device__ __forceinline__ uint32_t bf16x2_cvt(float lo, float hi) {
-  uint32_t r;
-  asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
-  return r;
-}
-
+// bf16 rounding by the cvt instructions alone (bf16_round.cuh, without its NaN test): where they
+// are used here a NaN is either a product of the GPU's multiply, always the canonical NaN
+// 0x7fffffff, which cvt and to_bf16 both take to 0x7fff, or silu's value, rounded only to be
+// multiplied (any NaN in, the canonical NaN out). So silu_mul_pair gives silu_mul_value's bits for
+// every input (gpu test with NaNs of both signs and payloads, infinities, subnormals), and without
+// branches the compiler can interleave the 16 elements of a thread.
+//
 // cuda::silu_mul_value (silu_mul.cuh, the linear's fused epilogue keeps it) before its last rounding.
 __device__ __forceinline__ float silu_mul_unrounded(float g, float u) {
   const float act = __fdiv_rn(g, 1.0f + fixed_expf(-g));
-  return round_bf16_cvt(act) * u;
+  return cuda::round_bf16_cvt(act) * u;
 }
 
 // bf16 pairs (low half first, the memory order) of gate and up into the pair of y.
 __device__ __forceinline__ uint32_t silu_mul_pair(uint32_t g, uint32_t u) {
   const float lo = silu_mul_unrounded(__uint_as_float(g << 16), __uint_as_float(u << 16));
   const float hi = silu_mul_unrounded(__uint_as_float(g & 0xffff0000u), __uint_as_float(u & 0xffff0000u));
-  return bf16x2_cvt(lo, hi);
+  return cuda::bf16x2_cvt(lo, hi);
 }
 
 constexpr int kPieceThreads = 256;
