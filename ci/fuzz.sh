@@ -76,6 +76,9 @@ done
 # use-after-free's whole allocation stack comes from running the saved input (crashes/) again alone:
 #   ASAN_OPTIONS=detect_leaks=1 build/fuzz/fuzz/TARGET INPUT
 export ASAN_OPTIONS="${ASAN_OPTIONS:-malloc_context_size=2}"
+# Known false positives of the sanitizer runtime itself (a thread start racing a leak check), by
+# their glibc frames: ci/lsan_suppressions.txt says which and why.
+export LSAN_OPTIONS="${LSAN_OPTIONS:-suppressions=$PWD/ci/lsan_suppressions.txt}"
 START=$(date +%s)
 # One libFuzzer job: TARGET INDEX. Leaks are checked at exit of every input (ASan's
 # detect_leaks, libFuzzer's -detect_leaks=1).

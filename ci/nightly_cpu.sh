@@ -27,7 +27,7 @@ step slow ctest --preset cpu -L slow --output-on-failure --output-junit "$PWD/$O
 grep -h "^soak:" "$OUT/slow.log" > "$OUT/soak.txt"
 step asan_configure cmake --preset asan &&
   step asan_build cmake --build --preset asan -j2 &&
-  step asan_tests env ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 ctest --test-dir build/asan -L 'unit|golden|cli|determinism|serve' -j2 --output-on-failure \
+  step asan_tests env ASAN_OPTIONS=detect_leaks=1 LSAN_OPTIONS="suppressions=$PWD/ci/lsan_suppressions.txt" UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 ctest --test-dir build/asan -L 'unit|golden|cli|determinism|serve' -j2 --output-on-failure \
     --output-junit "$PWD/$OUT/ctest_asan.xml"
 asan_rc=$?
 step fuzz env OUT="$OUT/fuzz" ci/fuzz.sh nightly
