@@ -360,6 +360,7 @@ absl::Status launch(const AttnParams& base, const Extents& e, AttentionRoute rou
       SAMEBITS_RETURN_IF_ERROR(cuda::check_launch("attention_kernel"));
     }
   }
+  bool merge_overlaps = false;  // the merge kernel may start before the decode kernel ends
   if (grid.max_segments > 0) {
     // Tiles of at most 8 rows (every decode tile of the launch): the kernel without mma rows 8..15.
     const bool widest = route == AttentionRoute::kDecodeKernelWide;
@@ -372,21 +373,36 @@ absl::Status launch(const AttnParams& base, const Extents& e, AttentionRoute rou
     const int64_t warps = e.decode_tiles * base.num_kv_heads * e.decode_slots;
     const int ring = forced_chain_ring(route), split_ring = forced_split_ring(route);
     const bool planted = route == AttentionRoute::kDecodeSharedExpsPlanted && share_exps(e);
+    const bool auto_split = !widest && !four_warps && warps <= split_kernel_max_units<HD>() && grid.partial_rows <= 8;
+    const bool auto_chain = !widest && !four_warps && warps < chain_kernel_below_warps<HD>();
+    const int split = planted ? 0 : split_ring > 0 ? split_ring : ring > 0 ? 0 : auto_split ? cuda::kSplitRingDeep : 0;
+    const int chain = planted || split > 0 ? 0 : ring > 0 ? ring : auto_chain ? cuda::kChainRingShallow : 0;
+    merge_overlaps = split > 0 || chain > 0;
     const absl::Status st =
-        planted        ? launch_decode<HD, 1, 1, cuda::kExpsSharedPlanted>(params, e, stream)
-        : split_ring > 0 ? launch_split_ring<HD>(params, e, split_ring, stream)
-        : ring > 0     ? launch_chain_ring<HD>(params, e, ring, stream)
-        : !widest && !four_warps && warps <= split_kernel_max_units<HD>() && grid.partial_rows <= 8
-            ? launch_split_ring<HD>(params, e, cuda::kSplitRingDeep, stream)
-        : !widest && !four_warps && warps < chain_kernel_below_warps<HD>()
-            ? launch_chain_ring<HD>(params, e, cuda::kChainRingShallow, stream)
+        planted     ? launch_decode<HD, 1, 1, cuda::kExpsSharedPlanted>(params, e, stream)
+        : split > 0 ? launch_split_ring<HD>(params, e, split, stream)
+        : chain > 0 ? launch_chain_ring<HD>(params, e, chain, stream)
         : grid.partial_rows <= 8 ? launch_decode_tiles<HD, 1>(params, e, widest, max_warps, stream)
                                  : launch_decode_tiles<HD, 2>(params, e, widest, max_warps, stream);
     if (!st.ok()) return st;
   }
   if (grid.max_segments > 1) {
-    const dim3 blocks(unsigned(base.num_kv_heads), unsigned(base.num_seqs));
-    cuda::attention_decode_merge_kernel<HD><<<blocks, 32 * grid.partial_rows, 0, stream>>>(params, grid);
+    // After the chain or split kernel (few warps per SM) the merge is their programmatic dependent
+    // (attention_decode.cuh, allow_dependent_launch): its blocks are scheduled while the decode grid
+    // runs and wait on the device for it, which hides the launch between the two. After
+    // attention_decode_kernel (SMs full of registers) that was slower, and the merge is an ordinary
+    // launch. H200, bench/cuda/NOTES.md (2026-12-01 ~22:30): batch 1-16 x 512-2048 keys 0.85-0.91x
+    // the time of ordinary launches on the chain kernel, but up to 1.16x on the decode kernel.
+    cudaLaunchConfig_t config = {};
+    config.gridDim = dim3(unsigned(base.num_kv_heads), unsigned(base.num_seqs));
+    config.blockDim = dim3(unsigned(32 * grid.partial_rows));
+    config.stream = stream;
+    cudaLaunchAttribute overlap[1];
+    overlap[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    overlap[0].val.programmaticStreamSerializationAllowed = 1;
+    config.attrs = overlap;
+    config.numAttrs = merge_overlaps ? 1 : 0;
+    SAMEBITS_CUDA_TRY(cudaLaunchKernelEx(&config, cuda::attention_decode_merge_kernel<HD>, params, grid));
     SAMEBITS_RETURN_IF_ERROR(cuda::check_launch("attention_decode_merge_kernel"));
   }
   return absl::OkStatus();

@@ -45,6 +45,14 @@ constexpr int kHalfKeys = kAttnKeys / 2;  // keys per ring item
 // 4 (six warps per SM instead of eight) 30-40% slower.
 constexpr int kDecodeRing = 3;
 
+// Lets the merge kernel, launched after the chain or split kernel as its programmatic dependent
+// (attention.cu), be scheduled while this grid still runs: its blocks wait in
+// griddepcontrol.wait until this grid has finished and its writes are visible, so the launch
+// latency between the two is hidden. A no-op when no dependent was launched that way (the wait
+// too: an ordinary launch starts after its predecessor has finished).
+__device__ __forceinline__ void allow_dependent_launch() { asm volatile("griddepcontrol.launch_dependents;\n" ::); }
+__device__ __forceinline__ void wait_for_prerequisite_grid() { asm volatile("griddepcontrol.wait;\n" ::: "memory"); }
+
 template <int HD, int kHalves, int kRing = kDecodeRing>
 struct DecodeLayout {
   static constexpr int kItemBytes = kHalfKeys * HD * 2;  // the K (or V) rows of half a sub-block
@@ -76,8 +84,11 @@ __device__ __forceinline__ int64_t decode_partial_offset(const AttnParams& P, co
 // warp-wide sub-blocks that cover them (nsb = 0: no row has a key in the segment).
 struct DecodeSegment {
   SegRange rg[2];
-  int64_t lo, hi;  // the warp's key range in the segment (empty: lo >= hi)
-  int64_t sb_first;
+  // The warp's key range in the segment (empty: lo >= hi) and its first sub-block. Positions are
+  // below context_lens' int32 range, and 32-bit fields here keep the decode kernel at head_dim 128
+  // within its 255 registers (with 64-bit ones it spilled 4-8 bytes: ptxas).
+  int lo, hi;
+  int sb_first;
   int nsb;
   bool from_new;  // the keys come from this step's k_new / v_new
 };
@@ -85,21 +96,21 @@ struct DecodeSegment {
 __device__ __forceinline__ DecodeSegment decode_segment(const AttnParams& P, bool reads_new, int64_t cached,
                                                         const int64_t (&pos)[2], int c) {
   DecodeSegment d;
-  int64_t lo = INT64_MAX, hi = INT64_MIN;
+  int lo = INT32_MAX, hi = INT32_MIN;
   bool from_new = false;
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
     d.rg[h] = segment_range(P, reads_new, cached, pos[h], c);
     if (d.rg[h].begin < d.rg[h].end) {
-      lo = min(lo, d.rg[h].begin);
-      hi = max(hi, d.rg[h].end);
+      lo = min(lo, int(d.rg[h].begin));
+      hi = max(hi, int(d.rg[h].end));
       from_new = d.rg[h].from_new;
     }
   }
 #pragma unroll
   for (int o = 16; o >= 1; o >>= 1) {
-    lo = min(lo, (int64_t)__shfl_xor_sync(0xffffffffu, (long long)lo, o));
-    hi = max(hi, (int64_t)__shfl_xor_sync(0xffffffffu, (long long)hi, o));
+    lo = min(lo, __shfl_xor_sync(0xffffffffu, lo, o));
+    hi = max(hi, __shfl_xor_sync(0xffffffffu, hi, o));
   }
   d.from_new = __any_sync(0xffffffffu, from_new);
   d.lo = lo;
@@ -291,6 +302,8 @@ __global__ void __launch_bounds__(32 * kWarps) attention_decode_kernel(AttnParam
   using L = DecodeLayout<HD, kHalves, kRing>;
   constexpr int NTD = HD / 8;  // n8 tiles over head_dim
   constexpr int kQRows = 8 * kHalves;
+  // 16-row tiles at head_dim 128: the score loop two head_dim steps at a time (attend_score_keys)
+  constexpr int kScoreUnroll = (kHalves == 2 && HD == 128) ? 2 : HD / 16;
   extern __shared__ __align__(128) unsigned char smem[];
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const uint32_t q_s = smem_addr(smem) + warp * L::kBytes;
@@ -309,7 +322,7 @@ __global__ void __launch_bounds__(32 * kWarps) attention_decode_kernel(AttnParam
   // Segments without a sub-block are passed over.
   struct Cursor {
     int c, i, nsb, part;
-    int64_t sb_first, lo, hi;
+    int sb_first, lo, hi;  // as DecodeSegment's
     bool from_new;
   };
   auto seek = [&](Cursor& k, int c) {  // the first segment >= c (in this block's stride) with keys
@@ -381,11 +394,11 @@ __global__ void __launch_bounds__(32 * kWarps) attention_decode_kernel(AttnParam
           const int64_t key0 = sb0 + kHalfKeys * (part & 1);
           if (part == 0) {
             if (k_half_needed(key0, cur.lo, cur.hi)) {
-              attend_score_keys<HD, kHalves, 0, 2>(q_s, 0, rows, HalfRows<HD>{}, sc);
+              attend_score_keys<HD, kHalves, 0, 2, kScoreUnroll>(q_s, 0, rows, HalfRows<HD>{}, sc);
             }
           } else if (part == 1) {
             if (k_half_needed(key0, cur.lo, cur.hi)) {
-              attend_score_keys<HD, kHalves, 2, 4>(q_s, 0, rows, HalfRows<HD>{}, sc);
+              attend_score_keys<HD, kHalves, 2, 4, kScoreUnroll>(q_s, 0, rows, HalfRows<HD>{}, sc);
             }
           } else if (part == 2) {
             attend_value_keys<HD, kHalves, 0, 2, true>(rows, HalfRows<HD>{}, sc, alpha, o, key0 < context);
@@ -404,9 +417,14 @@ __global__ void __launch_bounds__(32 * kWarps) attention_decode_kernel(AttnParam
   cp_async_wait<0>();  // nothing in flight when the warp leaves
 }
 
+// Segments whose partials the merge kernel loads at once before folding them.
+constexpr int kMergeBatch = 8;
+
 // One warp per row of a small tile with several segments: the fold of attention_kernel.cuh over
-// the stored partials in segment order. The next segment's values are loaded before the current
-// one is folded, so the loads of a long row overlap.
+// the stored partials in segment order. The partials of kMergeBatch segments are loaded together
+// and then folded, so a row waits for memory once per batch rather than once per segment (a row
+// of 8 segments: one round trip instead of eight). The tile's shape is read before the wait for
+// the decode grid (it comes from query_start / context_lens, written before that grid ran).
 template <int HD>
 __global__ void attention_decode_merge_kernel(AttnParams P, DecodeGrid grid) {
   const int g = blockIdx.x, s = blockIdx.y;
@@ -421,33 +439,36 @@ __global__ void attention_decode_merge_kernel(AttnParams P, DecodeGrid grid) {
   const bool reads_new = P.split_count_kind && P.separate_new_keys && q_len > 1;
   const int nseg = tile_segment_count(P, reads_new, cached, cached + (row0 + nrows - 1) / group);
   if (nseg <= 1) return;
+  wait_for_prerequisite_grid();
   constexpr int PER = HD / 32;
   const int64_t stride = int64_t(grid.partial_rows) * (HD + 2);
   const float* src = P.partials + decode_partial_offset<HD>(P, grid, s, g, 0, r);
-  float ot[PER], cur[PER], nxt[PER];
+  float ot[PER];
   float tot_m = 0.0f, tot_l = 0.0f;
   bool has_total = false;
+  for (int c0 = 0; c0 < nseg; c0 += kMergeBatch) {
+    float v[kMergeBatch][PER], pm[kMergeBatch], pl[kMergeBatch];
 #pragma unroll
-  for (int i = 0; i < PER; ++i) cur[i] = src[lane + 32 * i];
-  float cur_m = src[HD], cur_l = src[HD + 1];
-  for (int c = 0; c < nseg; ++c) {
-    const float* next_src = src + stride * (c + 1 < nseg ? c + 1 : c);
-    float nxt_m = next_src[HD], nxt_l = next_src[HD + 1];
+    for (int b = 0; b < kMergeBatch; ++b) {
+      if (c0 + b >= nseg) break;
+      const float* p = src + stride * (c0 + b);
 #pragma unroll
-    for (int i = 0; i < PER; ++i) nxt[i] = next_src[lane + 32 * i];
-    if (cur_l != 0.0f) {
-      float new_m, a, b;
-      fold_scales(has_total, tot_m, cur_m, &new_m, &a, &b);
+      for (int i = 0; i < PER; ++i) v[b][i] = p[lane + 32 * i];
+      pm[b] = p[HD];
+      pl[b] = p[HD + 1];
+    }
 #pragma unroll
-      for (int i = 0; i < PER; ++i) ot[i] = fold_value(has_total, ot[i], a, cur[i], b);
-      tot_l = fold_value(has_total, tot_l, a, cur_l, b);
+    for (int b = 0; b < kMergeBatch; ++b) {
+      if (c0 + b >= nseg) break;
+      if (pl[b] == 0.0f) continue;  // an empty segment
+      float new_m, a, bb;
+      fold_scales(has_total, tot_m, pm[b], &new_m, &a, &bb);
+#pragma unroll
+      for (int i = 0; i < PER; ++i) ot[i] = fold_value(has_total, ot[i], a, v[b][i], bb);
+      tot_l = fold_value(has_total, tot_l, a, pl[b], bb);
       tot_m = new_m;
       has_total = true;
     }
-#pragma unroll
-    for (int i = 0; i < PER; ++i) cur[i] = nxt[i];
-    cur_m = nxt_m;
-    cur_l = nxt_l;
   }
   if (!has_total) return;
   const int row = row0 + r;

@@ -41,8 +41,11 @@ struct ChainLayout {
   static constexpr int kBytes = kBuffers + kRing * kRowsBytes;
 };
 
+// Launch bounds: at least one block per SM, i.e. every register a thread may have. Without a
+// minimum ptxas aimed at more blocks per SM and spilled (head_dim 64: 8-40 bytes at 168 registers);
+// this kernel takes launches of few warps (attention.cu), where one warp's chain is the bound.
 template <int HD, int kHalves, int kRing, int kExps = kExpsOwn>
-__global__ void __launch_bounds__(32) attention_decode_chain_kernel(AttnParams P, DecodeGrid grid) {
+__global__ void __launch_bounds__(32, 1) attention_decode_chain_kernel(AttnParams P, DecodeGrid grid) {
   using L = ChainLayout<HD, kRing>;
   constexpr int CH = HD / 8;             // 16-byte chunks per row
   constexpr int NTD = HD / 8;            // n8 tiles over head_dim
@@ -51,6 +54,7 @@ __global__ void __launch_bounds__(32) attention_decode_chain_kernel(AttnParams P
   const uint32_t q_s = smem_addr(smem);
   const uint32_t buffers = q_s + L::kBuffers;
   const int lane = threadIdx.x;
+  allow_dependent_launch();  // the merge kernel, if any
   DecodeTile t;
   if (!decode_tile_setup(P, int(blockIdx.z), int(blockIdx.y), lane, &t)) return;
   const int nseg = t.nseg;

@@ -41,8 +41,10 @@ struct SplitLayout {
   static constexpr int kBytes = kQBytes + kScoreBytes + kRing * kRowsBytes;
 };
 
+// Launch bounds: one block per SM at least (its launches are one wave, attention.cu); without the
+// minimum ptxas aimed at more and spilled 28 bytes at 80-96 registers.
 template <int HD, int kRing, int kExps = kExpsOwn>
-__global__ void __launch_bounds__(32 * kSplitWarps) attention_decode_split_kernel(AttnParams P, DecodeGrid grid) {
+__global__ void __launch_bounds__(32 * kSplitWarps, 1) attention_decode_split_kernel(AttnParams P, DecodeGrid grid) {
   constexpr int kHalves = 1;
   using L = SplitLayout<HD, kRing>;
   constexpr int CH = HD / 8;                             // 16-byte chunks per row
@@ -55,6 +57,7 @@ __global__ void __launch_bounds__(32 * kSplitWarps) attention_decode_split_kerne
   float* scores = reinterpret_cast<float*>(smem + L::kQBytes);
   const uint32_t buffers = q_s + L::kQBytes + L::kScoreBytes;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  allow_dependent_launch();  // the merge kernel, if any
   DecodeTile t;
   // Thread 0 alone is the block's reporter (decode_tile_setup reports from "lane" 0).
   if (!decode_tile_setup(P, int(blockIdx.z), int(blockIdx.y), int(threadIdx.x), &t)) return;

@@ -177,13 +177,16 @@ __device__ __forceinline__ void mma_rows(float (&d)[4], const uint32_t (&a)[4], 
 
 // S += Q K^T for the key pairs [NP0, NP1) (keys 16 * NP0 .. 16 * NP1 - 1 of the sub-block; K rows
 // at kb_s through `rows`). kHalves = 1: the Q fragment's rows 8..15 repeat rows 0..7 (unused).
-template <int HD, int kHalves, int NP0, int NP1, typename Rows>
+// kUnroll: steps of the loop over head_dim unrolled together (all by default). Fewer steps keep
+// fewer fragments in flight: attention_decode_kernel's 16-row tiles at head_dim 128 take 2, where
+// the whole loop unrolled spilled registers. The chain of each score is the same either way.
+template <int HD, int kHalves, int NP0, int NP1, int kUnroll = HD / 16, typename Rows>
 __device__ __forceinline__ void attend_score_keys(uint32_t q_s, int q_row0, uint32_t kb_s, Rows rows,
                                                   float (&sc)[8][4]) {
   constexpr int CH = HD / 8;
   const int lane = threadIdx.x & 31;
   const int q_row = q_row0 + (kHalves == 2 ? (lane & 15) : (lane & 7));
-#pragma unroll
+#pragma unroll kUnroll
   for (int kk = 0; kk < HD / 16; ++kk) {
     uint32_t a[4];
     ldmatrix_x4(a, q_s + swizzled(q_row, kk * 2 + (lane >> 4), CH));
@@ -292,6 +295,10 @@ __device__ __forceinline__ void attend_softmax(int64_t sb0, const SegRange (&rg)
   }
 }
 
+// The 64-row kernel's score loop: at head_dim 64 two steps at a time, so that three blocks fit
+// an SM without spilling (ptxas: 168 registers; the whole loop unrolled spilled 28 bytes).
+template <int HD>
+constexpr int kGeneralScoreUnroll = HD == 64 ? 2 : HD / 16;
 template <int HD, typename Rows>
 __device__ __forceinline__ void attend_scores(uint32_t q_s, int q_row0, uint32_t kb_s, Rows rows, int64_t sb0,
                                               const SegRange (&rg)[2], const bool (&active)[2], float scale,
@@ -301,7 +308,7 @@ __device__ __forceinline__ void attend_scores(uint32_t q_s, int q_row0, uint32_t
   for (int nt = 0; nt < 8; ++nt)
 #pragma unroll
     for (int e = 0; e < 4; ++e) sc[nt][e] = 0.0f;
-  attend_score_keys<HD, 2, 0, 4>(q_s, q_row0, kb_s, rows, sc);
+  attend_score_keys<HD, 2, 0, 4, kGeneralScoreUnroll<HD>>(q_s, q_row0, kb_s, rows, sc);
   attend_softmax<2>(sb0, rg, active, scale, sc, alpha, m, l, first);
 }
 

@@ -172,9 +172,9 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
 // The register path (rmsnorm_rows_vec_kernel): a row of C = dim / 8 chunks is spread over
 // W = ceil(ceil(C / 32) / kChunksPerThread) warps; lane l of the row's warp w holds the lane's
 // chunks number kChunksPerThread * w .. kChunksPerThread * (w + 1) - 1 in the warp order (chunks
-// l + 32 i for those i). Every thread issues all its loads (x, residual, weight) before its first
-// store or add, so a row's bytes are all in flight at once: one memory latency per row instead of
-// one per chunk, and W times the threads per row. The lane chains stay in one warp: warps 1..W-1
+// l + 32 i for those i). Every thread issues its loads of x and residual (and of the weights when
+// there is no residual) before its first store or add, so a row's bytes are all in flight at once:
+// one memory latency per row instead of one per chunk, and W times the threads per row. The lane chains stay in one warp: warps 1..W-1
 // hand their h chunks to warp 0 through shared memory, warp 0 adds each lane's chunks in the warp
 // order and runs the butterfly, and every warp writes y for the chunks it holds. Same sums, same
 // per-element arithmetic as rmsnorm_rows_kernel: memory access only (gpu test).
@@ -212,7 +212,7 @@ __global__ void __launch_bounds__(kMaxWarpsPerRow * 32, 4) rmsnorm_rows_vec_kern
   uint4 h[kChunksPerThread], r[kChunksPerThread], w[kChunksPerThread];
   load_chunks(p.x + base, first, chunks, h);
   if (p.residual != nullptr) load_chunks(p.residual + base, first, chunks, r);
-  load_chunks(p.weight, first, chunks, w);
+  if (p.residual == nullptr) load_chunks(p.weight, first, chunks, w);
   if (p.residual != nullptr) {
 #pragma unroll
     for (int c = 0; c < kChunksPerThread; ++c) {
@@ -224,6 +224,10 @@ __global__ void __launch_bounds__(kMaxWarpsPerRow * 32, 4) rmsnorm_rows_vec_kern
       h[c] = pack_bf16x8(s);
       *reinterpret_cast<uint4*>(p.residual + base + int64_t(chunk) * 8) = h[c];
     }
+    // The weights (the same for every row: L2 hits) only now, into the registers r leaves, so that
+    // four blocks of 256 threads fit an SM without spilling (64 registers; loaded with x and r the
+    // kernel spilled). Their latency overlaps the sum of squares and its hand-over between warps.
+    load_chunks(p.weight, first, chunks, w);
   }
   float inv;
   if (W == 1) {
