@@ -429,17 +429,22 @@ template <int HD>
 __global__ void attention_decode_merge_kernel(AttnParams P, DecodeGrid grid) {
   const int g = blockIdx.x, s = blockIdx.y;
   const int r = threadIdx.x >> 5, lane = threadIdx.x & 31;
-  if (!attention_sequence_ok(P, s, false)) return;
   const int group = P.num_q_heads / P.num_kv_heads;
-  const int64_t qs = P.query_start[s];
-  const int64_t q_len = P.query_start[s + 1] - qs;
-  int row0 = 0, nrows = 0;
-  if (!decode_tile(q_len * group, &row0, &nrows) || r >= nrows) return;
-  const int64_t cached = P.context_lens[s] - q_len;
-  const bool reads_new = P.split_count_kind && P.separate_new_keys && q_len > 1;
-  const int nseg = tile_segment_count(P, reads_new, cached, cached + (row0 + nrows - 1) / group);
-  if (nseg <= 1) return;
+  int64_t qs = 0;
+  int row0 = 0, nrows = 0, nseg = 0;  // nseg <= 1: nothing to fold for this row
+  if (attention_sequence_ok(P, s, false)) {
+    qs = P.query_start[s];
+    const int64_t q_len = P.query_start[s + 1] - qs;
+    if (decode_tile(q_len * group, &row0, &nrows) && r < nrows) {
+      const int64_t cached = P.context_lens[s] - q_len;
+      const bool reads_new = P.split_count_kind && P.separate_new_keys && q_len > 1;
+      nseg = tile_segment_count(P, reads_new, cached, cached + (row0 + nrows - 1) / group);
+    }
+  }
+  // Every thread waits, those with nothing to fold too: then this grid cannot finish before the
+  // decode grid, which the launches after it in the stream are ordered behind only through it.
   wait_for_prerequisite_grid();
+  if (nseg <= 1) return;
   constexpr int PER = HD / 32;
   const int64_t stride = int64_t(grid.partial_rows) * (HD + 2);
   const float* src = P.partials + decode_partial_offset<HD>(P, grid, s, g, 0, r);
