@@ -391,8 +391,8 @@ absl::Status launch(const AttnParams& base, const Extents& e, AttentionRoute rou
     // (attention_decode.cuh, allow_dependent_launch): its blocks are scheduled while the decode grid
     // runs and wait on the device for it, which hides the launch between the two. After
     // attention_decode_kernel (SMs full of registers) that was slower, and the merge is an ordinary
-    // launch. H200, bench/cuda/NOTES.md (2026-12-01 ~22:30): batch 1-16 x 512-2048 keys 0.85-0.91x
-    // the time of ordinary launches on the chain kernel, but up to 1.16x on the decode kernel.
+    // launch. H200, bench/cuda/NOTES.md (2026-12-01 ~22:25): 0.87-0.94x the time of ordinary
+    // launches where the chain kernel ran (batch 1-16, 256 units), up to 1.21x on the decode kernel.
     cudaLaunchConfig_t config = {};
     config.gridDim = dim3(unsigned(base.num_kv_heads), unsigned(base.num_seqs));
     config.blockDim = dim3(unsigned(32 * grid.partial_rows));
