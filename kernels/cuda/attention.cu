@@ -20,9 +20,10 @@
 // computed all of a tile's segments (attention_kernel.cuh: tiles of 17..64 rows; on compute
 // capability 9.0 sm90a/attention_prefill.cu: tiles of up to 128 rows on wgmma, whose k16 steps
 // give mma.sync's bits, for calls with a sequence of 128 rows or more), or, for a
-// sequence's last tile of 1..16 rows (decodes), in a merge kernel over partials stored in fp32 by
-// one warp per segment (attention_decode.cuh): the same operations in the same order, so both give
-// the same bits (gpu_tests runs both routes on the same batches and compares them bit for bit).
+// sequence's last tile of 1..16 rows (decodes), in a merge kernel (attention_decode_merge.cuh) over
+// partials stored in fp32 by one warp per segment (attention_decode*.cuh): the same operations in
+// the same order, so both give the same bits (gpu_tests runs both routes on the same batches and
+// compares them bit for bit).
 // Which one runs never depends on anything but speed.
 // The work (tiles, their segments, the layout checks) is derived on the device from query_start /
 // context_lens (attention_worklist.cuh). The host sizes the launches: exactly from the caller's
@@ -40,6 +41,7 @@
 #include "kernels/attention_host.h"
 #include "kernels/cuda/attention_decode.cuh"
 #include "kernels/cuda/attention_decode_chain.cuh"
+#include "kernels/cuda/attention_decode_merge.cuh"
 #include "kernels/cuda/attention_decode_split.cuh"
 #include "kernels/cuda/attention_kernel.cuh"
 #include "kernels/cuda/attention_prefill.h"

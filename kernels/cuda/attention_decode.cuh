@@ -30,8 +30,8 @@
 //
 // Bits: every row goes through exactly the arithmetic of attention_kernel.cuh (same sub-blocks of
 // 64 keys aligned to absolute positions, the same score chains, softmax and P V steps in the same
-// order, same fold of the segments in index order by attention_decode_merge_kernel, or bf16(o / l)
-// directly when the tile has one segment).
+// order, same fold of the segments in index order by attention_decode_merge_kernel
+// (attention_decode_merge.cuh), or bf16(o / l) directly when the tile has one segment).
 // gpu_tests compares both kernels bit for bit.
 #pragma once
 #include <cstdint>
@@ -45,13 +45,11 @@ constexpr int kHalfKeys = kAttnKeys / 2;  // keys per ring item
 // 4 (six warps per SM instead of eight) 30-40% slower.
 constexpr int kDecodeRing = 3;
 
-// Lets the merge kernel, launched after the chain or split kernel as its programmatic dependent
-// (attention.cu), be scheduled while this grid still runs: its blocks wait in
-// griddepcontrol.wait until this grid has finished and its writes are visible, so the launch
-// latency between the two is hidden. A no-op when no dependent was launched that way (the wait
-// too: an ordinary launch starts after its predecessor has finished).
+// Lets the merge kernel (attention_decode_merge.cuh), launched after the chain or split kernel as
+// its programmatic dependent (attention.cu), be scheduled while this grid still runs: its blocks
+// wait in griddepcontrol.wait until this grid has finished and its writes are visible, so the
+// launch latency between the two is hidden. A no-op when no dependent was launched that way.
 __device__ __forceinline__ void allow_dependent_launch() { asm volatile("griddepcontrol.launch_dependents;\n" ::); }
-__device__ __forceinline__ void wait_for_prerequisite_grid() { asm volatile("griddepcontrol.wait;\n" ::: "memory"); }
 
 template <int HD, int kHalves, int kRing = kDecodeRing>
 struct DecodeLayout {
@@ -415,71 +413,6 @@ __global__ void __launch_bounds__(32 * kWarps) attention_decode_kernel(AttnParam
     finish_decode_segment<HD, kHalves>(P, grid, t, c, lane, o, m, l, first);
   }
   cp_async_wait<0>();  // nothing in flight when the warp leaves
-}
-
-// Segments whose partials the merge kernel loads at once before folding them.
-constexpr int kMergeBatch = 8;
-
-// One warp per row of a small tile with several segments: the fold of attention_kernel.cuh over
-// the stored partials in segment order. The partials of kMergeBatch segments are loaded together
-// and then folded, so a row waits for memory once per batch rather than once per segment (a row
-// of 8 segments: one round trip instead of eight). The tile's shape is read before the wait for
-// the decode grid (it comes from query_start / context_lens, written before that grid ran).
-template <int HD>
-__global__ void attention_decode_merge_kernel(AttnParams P, DecodeGrid grid) {
-  const int g = blockIdx.x, s = blockIdx.y;
-  const int r = threadIdx.x >> 5, lane = threadIdx.x & 31;
-  const int group = P.num_q_heads / P.num_kv_heads;
-  int64_t qs = 0;
-  int row0 = 0, nrows = 0, nseg = 0;  // nseg <= 1: nothing to fold for this row
-  if (attention_sequence_ok(P, s, false)) {
-    qs = P.query_start[s];
-    const int64_t q_len = P.query_start[s + 1] - qs;
-    if (decode_tile(q_len * group, &row0, &nrows) && r < nrows) {
-      const int64_t cached = P.context_lens[s] - q_len;
-      const bool reads_new = P.split_count_kind && P.separate_new_keys && q_len > 1;
-      nseg = tile_segment_count(P, reads_new, cached, cached + (row0 + nrows - 1) / group);
-    }
-  }
-  // Every thread waits, those with nothing to fold too: then this grid cannot finish before the
-  // decode grid, which the launches after it in the stream are ordered behind only through it.
-  wait_for_prerequisite_grid();
-  if (nseg <= 1) return;
-  constexpr int PER = HD / 32;
-  const int64_t stride = int64_t(grid.partial_rows) * (HD + 2);
-  const float* src = P.partials + decode_partial_offset<HD>(P, grid, s, g, 0, r);
-  float ot[PER];
-  float tot_m = 0.0f, tot_l = 0.0f;
-  bool has_total = false;
-  for (int c0 = 0; c0 < nseg; c0 += kMergeBatch) {
-    float v[kMergeBatch][PER], pm[kMergeBatch], pl[kMergeBatch];
-#pragma unroll
-    for (int b = 0; b < kMergeBatch; ++b) {
-      if (c0 + b >= nseg) break;
-      const float* p = src + stride * (c0 + b);
-#pragma unroll
-      for (int i = 0; i < PER; ++i) v[b][i] = p[lane + 32 * i];
-      pm[b] = p[HD];
-      pl[b] = p[HD + 1];
-    }
-#pragma unroll
-    for (int b = 0; b < kMergeBatch; ++b) {
-      if (c0 + b >= nseg) break;
-      if (pl[b] == 0.0f) continue;  // an empty segment
-      float new_m, a, bb;
-      fold_scales(has_total, tot_m, pm[b], &new_m, &a, &bb);
-#pragma unroll
-      for (int i = 0; i < PER; ++i) ot[i] = fold_value(has_total, ot[i], a, v[b][i], bb);
-      tot_l = fold_value(has_total, tot_l, a, pl[b], bb);
-      tot_m = new_m;
-      has_total = true;
-    }
-  }
-  if (!has_total) return;
-  const int row = row0 + r;
-  bf16* dst = P.out + ((qs + row / group) * P.num_q_heads + g * group + row % group) * HD;
-#pragma unroll
-  for (int i = 0; i < PER; ++i) dst[lane + 32 * i] = to_bf16(__fdiv_rn(ot[i], tot_l));
 }
 
 }  // namespace samebits::cuda
