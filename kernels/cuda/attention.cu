@@ -377,8 +377,16 @@ absl::Status launch(const AttnParams& base, const Extents& e, AttentionRoute rou
     const bool planted = route == AttentionRoute::kDecodeSharedExpsPlanted && share_exps(e);
     const bool auto_split = !widest && !four_warps && warps <= split_kernel_max_units<HD>() && grid.partial_rows <= 8;
     const bool auto_chain = !widest && !four_warps && warps < chain_kernel_below_warps<HD>();
-    const int split = planted ? 0 : split_ring > 0 ? split_ring : ring > 0 ? 0 : auto_split ? cuda::kSplitRingDeep : 0;
-    const int chain = planted || split > 0 ? 0 : ring > 0 ? ring : auto_chain ? cuda::kChainRingShallow : 0;
+    // The ring of the split or the chain kernel that takes the decode tiles (0: not that kernel): a
+    // forced one (the route names at most one, the planted route none), else the automatic choice.
+    int split = split_ring, chain = ring;
+    if (!planted && split == 0 && chain == 0) {
+      if (auto_split) {
+        split = cuda::kSplitRingDeep;
+      } else if (auto_chain) {
+        chain = cuda::kChainRingShallow;
+      }
+    }
     merge_overlaps = split > 0 || chain > 0;
     const absl::Status st =
         planted     ? launch_decode<HD, 1, 1, cuda::kExpsSharedPlanted>(params, e, stream)

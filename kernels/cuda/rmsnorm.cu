@@ -174,10 +174,11 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
 // chunks number kChunksPerThread * w .. kChunksPerThread * (w + 1) - 1 in the warp order (chunks
 // l + 32 i for those i). Every thread issues its loads of x and residual (and of the weights when
 // there is no residual) before its first store or add, so a row's bytes are all in flight at once:
-// one memory latency per row instead of one per chunk, and W times the threads per row. The lane chains stay in one warp: warps 1..W-1
-// hand their h chunks to warp 0 through shared memory, warp 0 adds each lane's chunks in the warp
-// order and runs the butterfly, and every warp writes y for the chunks it holds. Same sums, same
-// per-element arithmetic as rmsnorm_rows_kernel: memory access only (gpu test).
+// one memory latency per row instead of one per chunk, and W times the threads per row. The lane
+// chains stay in one warp: warps 1..W-1 hand their h chunks to warp 0 through shared memory, warp 0
+// adds each lane's chunks in the warp order and runs the butterfly, and every warp writes y for the
+// chunks it holds. Same sums, same per-element arithmetic as rmsnorm_rows_kernel: memory access
+// only (gpu test).
 constexpr int kChunksPerThread = 4;
 constexpr int kMaxWarpsPerRow = 8;       // rows of up to 32 * 8 * kChunksPerThread * 8 = 8192 values
 constexpr int kRowsPerSingleWarpBlock = 4;  // W == 1: that many rows (one warp each) per block
