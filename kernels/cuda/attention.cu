@@ -300,16 +300,20 @@ int blocks_per_sm_by_smem(int bytes) {
   return sm.first / (bytes + sm.second);
 }
 
-// (segment, kv head) units of a launch up to which attention_decode_split_kernel (ring of 8: a
-// whole segment in flight) takes decode tiles of at most 8 rows: as many as its blocks fill the
-// SMs in ONE wave (H200: 1 per SM at head_dim 128, 3 at 64). Measured on the H200
-// (bench/cuda/NOTES.md): at batch 1-4 (16-64 units at head_dim 128, up to 256 at 64) 0.69-0.87x
-// the previous route's time; at 256 units and head_dim 128 (two waves) up to 1.3x, so those stay on
-// the chain kernel, whose single warps fit many per SM.
+// The ring of attention_decode_split_kernel for a launch of `units` (segment, kv head) units of
+// decode tiles of at most 8 rows (0: not that kernel): the deepest ring whose blocks take every
+// unit in ONE wave. Ring 8 (a whole segment in flight) fits 1 block per SM at head_dim 128, 3 at
+// 64; ring 4 fits 3 and 6. Measured on the H200 (bench/cuda/NOTES.md): ring 8 at batch 1-4 (16-64
+// units at head_dim 128, up to 256 at 64) 0.69-0.87x the previous route's time; at 256 units and
+// head_dim 128 ring 8 (two waves) was up to 1.3x the chain kernel's time, ring 4 (one wave)
+// 0.72-0.76x (invariant batch 4 x 2048 and batch 1 x 8192, graph replays, 2026-12-02). Larger
+// launches go to the chain kernel, whose single warps fit many per SM, or the decode kernel.
 template <int HD>
-int64_t split_kernel_max_units() {
-  return int64_t(blocks_per_sm_by_smem(cuda::SplitLayout<HD, cuda::kSplitRingDeep>::kBytes)) *
-         cuda::device_sm_count();
+int split_kernel_ring(int64_t units) {
+  auto one_wave = [&](int bytes) { return units <= int64_t(blocks_per_sm_by_smem(bytes)) * cuda::device_sm_count(); };
+  if (one_wave(cuda::SplitLayout<HD, cuda::kSplitRingDeep>::kBytes)) return cuda::kSplitRingDeep;
+  if (one_wave(cuda::SplitLayout<HD, cuda::kSplitRingMid>::kBytes)) return cuda::kSplitRingMid;
+  return 0;
 }
 
 // Which kernel takes the tiles of more than 16 rows (cuda_ops.h, AttentionPrefillPlan).
@@ -375,14 +379,14 @@ absl::Status launch(const AttnParams& base, const Extents& e, AttentionRoute rou
     const int64_t warps = e.decode_tiles * base.num_kv_heads * e.decode_slots;
     const int ring = forced_chain_ring(route), split_ring = forced_split_ring(route);
     const bool planted = route == AttentionRoute::kDecodeSharedExpsPlanted && share_exps(e);
-    const bool auto_split = !widest && !four_warps && warps <= split_kernel_max_units<HD>() && grid.partial_rows <= 8;
+    const int auto_split = !widest && !four_warps && grid.partial_rows <= 8 ? split_kernel_ring<HD>(warps) : 0;
     const bool auto_chain = !widest && !four_warps && warps < chain_kernel_below_warps<HD>();
     // The ring of the split or the chain kernel that takes the decode tiles (0: not that kernel): a
     // forced one (the route names at most one, the planted route none), else the automatic choice.
     int split = split_ring, chain = ring;
     if (!planted && split == 0 && chain == 0) {
-      if (auto_split) {
-        split = cuda::kSplitRingDeep;
+      if (auto_split > 0) {
+        split = auto_split;
       } else if (auto_chain) {
         chain = cuda::kChainRingShallow;
       }
