@@ -252,30 +252,23 @@ int forced_chain_ring(AttentionRoute route) {
 }
 
 // The decode tiles (at most 8 rows) on attention_decode_split_kernel: four warps per (segment, kv
-// head), a ring of `ring` sub-block items.
-template <int HD, int kRing, int kExps>
+// head), a ring of `ring` sub-block items. Its warps share the exponentials by keys, so it takes
+// no kExps variant.
+template <int HD, int kRing>
 absl::Status launch_split(const AttnParams& params, const Extents& e, cudaStream_t stream) {
   constexpr int kBytes = cuda::SplitLayout<HD, kRing>::kBytes;
   static bool smem_set = false;
-  SAMEBITS_RETURN_IF_ERROR(
-      raise_smem_limit(cuda::attention_decode_split_kernel<HD, kRing, kExps>, kBytes, &smem_set));
+  SAMEBITS_RETURN_IF_ERROR(raise_smem_limit(cuda::attention_decode_split_kernel<HD, kRing>, kBytes, &smem_set));
   const dim3 blocks(unsigned(e.decode_slots), unsigned(params.num_kv_heads), unsigned(params.num_seqs));
-  cuda::attention_decode_split_kernel<HD, kRing, kExps>
-      <<<blocks, 32 * cuda::kSplitWarps, kBytes, stream>>>(params, e.grid);
+  cuda::attention_decode_split_kernel<HD, kRing><<<blocks, 32 * cuda::kSplitWarps, kBytes, stream>>>(params, e.grid);
   return cuda::check_launch("attention_decode_split_kernel");
-}
-
-template <int HD, int kRing>
-absl::Status launch_split_8_rows(const AttnParams& params, const Extents& e, cudaStream_t stream) {
-  return share_exps(e) ? launch_split<HD, kRing, cuda::kExpsShared>(params, e, stream)
-                       : launch_split<HD, kRing, cuda::kExpsOwn>(params, e, stream);
 }
 
 template <int HD>
 absl::Status launch_split_ring(const AttnParams& params, const Extents& e, int ring, cudaStream_t stream) {
   if (e.grid.partial_rows > 8) return launch_chain<HD, 2, cuda::kChainRingShallow>(params, e, stream);
-  if (ring == cuda::kSplitRingDeep) return launch_split_8_rows<HD, cuda::kSplitRingDeep>(params, e, stream);
-  return launch_split_8_rows<HD, cuda::kSplitRingMid>(params, e, stream);
+  if (ring == cuda::kSplitRingDeep) return launch_split<HD, cuda::kSplitRingDeep>(params, e, stream);
+  return launch_split<HD, cuda::kSplitRingMid>(params, e, stream);
 }
 
 // The ring depth a route forces on the split kernel (0: none).

@@ -9,8 +9,14 @@
 // - S = Q K^T by KEYS: warp w computes the scores of keys 16w .. 16w + 15 of the sub-block (each
 //   score's k16 chain over head_dim unchanged: attend_score_keys on one key pair) and stores them
 //   to shared memory in the mma accumulator layout;
-// - the softmax (max, exponentials, sum, m, l, alpha) in every warp redundantly, on the whole
-//   sub-block's scores read back into the same registers: attend_softmax, the same order;
+// - the softmax by KEYS as well: warp w masks and scales the scores of its keys and takes each
+//   row's max over them (softmax_masked, quad_max); the rows' maxima over the sub-block come from
+//   the four warps' through shared memory (a max is exact in any order); every warp then computes
+//   m, alpha (the same values in each) and the exponentials of its own keys, stores them in the
+//   mma accumulator layout, and after a barrier reads all 64 back and sums them in
+//   attend_softmax's order (softmax_exp, quad_sum, softmax_update: the same steps). Each warp
+//   thus computes a quarter of the sub-block's exponentials (every warp computed all of them
+//   before: the softmax was most of the kernel's instructions, which bound it at batch 1-4);
 // - O += P V by OUTPUT DIMS: warp w owns n8 tiles w * NTW .. (w + 1) * NTW - 1 of head_dim (each
 //   output column's chain over the keys unchanged: attend_value_tiles), and writes those columns
 //   of the partial (warp 0 also m and l) or of the output.
@@ -37,13 +43,14 @@ template <int HD, int kRing>
 struct SplitLayout {
   static constexpr int kRowsBytes = kAttnKeys * HD * 2;  // the K (or V) rows of a sub-block
   static constexpr int kQBytes = 8 * HD * 2;             // the Q tile, rows 0..7
-  static constexpr int kScoreBytes = 8 * 32 * 2 * 4;     // a sub-block's scores: [n8 tile][lane][2] fp32
-  static constexpr int kBytes = kQBytes + kScoreBytes + kRing * kRowsBytes;
+  static constexpr int kScoreBytes = 8 * 32 * 2 * 4;     // a sub-block's exponentials: [n8 tile][lane][2] fp32
+  static constexpr int kMaxBytes = kSplitWarps * 8 * 4;  // each warp's max of rows 0..7 over its keys
+  static constexpr int kBytes = kQBytes + kScoreBytes + kMaxBytes + kRing * kRowsBytes;
 };
 
 // Launch bounds: one block per SM at least (its launches are one wave, attention.cu); without the
 // minimum ptxas aimed at more and spilled 28 bytes at 80-96 registers.
-template <int HD, int kRing, int kExps = kExpsOwn>
+template <int HD, int kRing>
 __global__ void __launch_bounds__(32 * kSplitWarps, 1) attention_decode_split_kernel(AttnParams P, DecodeGrid grid) {
   constexpr int kHalves = 1;
   using L = SplitLayout<HD, kRing>;
@@ -55,7 +62,8 @@ __global__ void __launch_bounds__(32 * kSplitWarps, 1) attention_decode_split_ke
   extern __shared__ __align__(128) unsigned char smem[];
   const uint32_t q_s = smem_addr(smem);
   float* scores = reinterpret_cast<float*>(smem + L::kQBytes);
-  const uint32_t buffers = q_s + L::kQBytes + L::kScoreBytes;
+  float* row_max = reinterpret_cast<float*>(smem + L::kQBytes + L::kScoreBytes);
+  const uint32_t buffers = q_s + L::kQBytes + L::kScoreBytes + L::kMaxBytes;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   allow_dependent_launch();  // the merge kernel, if any
   DecodeTile t;
@@ -148,28 +156,53 @@ __global__ void __launch_bounds__(32 * kSplitWarps, 1) attention_decode_split_ke
       bool active[2];
       // The same in every warp (the lanes' rows do not depend on the warp): barriers stay uniform.
       const bool any = sub_block_active(cur, sb0, active);
-      float sc[8][4], alpha[2];
+      float sc[8][4], alpha[2] = {1.0f, 1.0f}, m_new = 0.0f;
       zero_fragments(sc);
       const uint32_t k_rows = wait_item();
       if (any) {
-        // Keys 16w .. 16w + 15: key pair 0 of the rows from 16w (the swizzle depends on key & 7).
+        // Keys 16w .. 16w + 15 (n8 tiles 2w, 2w + 1): key pair 0 of the rows from 16w (the swizzle
+        // depends on key & 7), masked and scaled, and each row's max over them.
         attend_score_keys<HD, kHalves, 0, 1>(q_s, 0, k_rows + warp * kKeysPerWarp * HD * 2, SwizzledRows<HD>{}, sc);
+        int col_lo, col_hi;
+        softmax_columns(sb0, cur.rg[0], &col_lo, &col_hi);
+        float mx = -INFINITY;
+#pragma unroll
+        for (int j = 0; j < 2; ++j)
+#pragma unroll
+          for (int e = 0; e < 2; ++e) {
+            sc[j][e] = softmax_masked(sc[j][e], (2 * warp + j) * 8 + (lane & 3) * 2 + e, col_lo, col_hi, P.scale);
+            mx = fmaxf(mx, sc[j][e]);
+          }
+        mx = quad_max(mx);
+        if ((lane & 3) == 0) row_max[warp * 8 + lane / 4] = mx;
+      }
+      release_item();  // also: every warp's row maxima are in shared memory
+      if (any) {
+        float mx = row_max[lane / 4];
+#pragma unroll
+        for (int w = 1; w < kSplitWarps; ++w) mx = fmaxf(mx, row_max[w * 8 + lane / 4]);
+        m_new = softmax_new_max(first[0], m[0], mx);
+        alpha[0] = softmax_alpha(active[0], first[0], m[0], m_new);
 #pragma unroll
         for (int j = 0; j < 2; ++j) {
-          *reinterpret_cast<float2*>(scores + ((2 * warp + j) * 32 + lane) * 2) = make_float2(sc[j][0], sc[j][1]);
+          const float p0 = softmax_exp(active[0], sc[j][0], m_new), p1 = softmax_exp(active[0], sc[j][1], m_new);
+          *reinterpret_cast<float2*>(scores + ((2 * warp + j) * 32 + lane) * 2) = make_float2(p0, p1);
         }
       }
-      release_item();  // also: every warp's scores are in shared memory
+      __syncthreads();  // every warp's exponentials are in (and every warp has read the maxima)
       if (any) {
+        float sum = 0.0f;
 #pragma unroll
         for (int nt = 0; nt < 8; ++nt) {
           const float2 v = *reinterpret_cast<const float2*>(scores + (nt * 32 + lane) * 2);
           sc[nt][0] = v.x;
           sc[nt][1] = v.y;
+          sum = sum + v.x;
+          sum = sum + v.y;
         }
-        attend_softmax<kHalves, kExps>(sb0, cur.rg, active, P.scale, sc, alpha, m, l, first);
+        softmax_update(active[0], alpha[0], m_new, quad_sum(sum), m[0], l[0], first[0]);
       }
-      // Its barrier also keeps the scores until every warp has read them.
+      // Its barrier also keeps the exponentials until every warp has read them.
       const uint32_t v_rows = wait_item();
       if (any) {
         attend_value_tiles<NTW, kHalves, 0, kAttnKeys / 16, true>(v_rows, SwizzledRows<HD>{}, warp * NTW, sc, alpha,

@@ -201,6 +201,48 @@ __device__ __forceinline__ void attend_score_keys(uint32_t q_s, int q_row0, uint
   }
 }
 
+// The steps of the softmax of one sub-block, each written once: attend_softmax below runs them on
+// a warp's 64 columns, attention_decode_split_kernel on each warp's own 16 (every value the same
+// function of the same inputs, the sum in the same order).
+// Columns [*lo, *hi) of the sub-block from sb0 that hold keys of range rg (int, exact).
+__device__ __forceinline__ void softmax_columns(int64_t sb0, const SegRange& rg, int* lo, int* hi) {
+  *lo = int(min(max(rg.begin - sb0, int64_t(0)), int64_t(kAttnKeys)));
+  *hi = int(min(max(rg.end - sb0, int64_t(0)), int64_t(kAttnKeys)));
+}
+// Score s of column col, scaled; -inf outside [lo, hi) whatever s holds.
+__device__ __forceinline__ float softmax_masked(float s, int col, int lo, int hi, float scale) {
+  return col >= lo && col < hi ? s * scale : -INFINITY;
+}
+// A row's max or sum over the four lanes of its quad (each lane's own first).
+__device__ __forceinline__ float quad_max(float x) {
+  x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 1));
+  return fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 2));
+}
+__device__ __forceinline__ float quad_sum(float x) {
+  x = x + __shfl_xor_sync(0xffffffffu, x, 1);
+  return x + __shfl_xor_sync(0xffffffffu, x, 2);
+}
+// The row's max after a sub-block whose masked scores have max mx, and the factor that rescales
+// what the row holds.
+__device__ __forceinline__ float softmax_new_max(bool first, float m, float mx) { return first ? mx : fmaxf(m, mx); }
+__device__ __forceinline__ float softmax_alpha(bool active, bool first, float m, float m_new) {
+  return active ? (first ? 0.0f : fixed_expf(m - m_new)) : 1.0f;
+}
+// The exponential of masked score x (0 for a masked column or an inactive row).
+__device__ __forceinline__ float softmax_exp(bool active, float x, float m_new) {
+  return (active && x != -INFINITY) ? fixed_expf(x - m_new) : 0.0f;
+}
+// The row's statistics after a sub-block whose exponentials sum to `sum` (the whole quad's).
+__device__ __forceinline__ void softmax_update(bool active, float alpha, float m_new, float sum, float& m, float& l,
+                                               bool& first) {
+  if (active) {
+    const float scaled = l * alpha;
+    l = first ? sum : scaled + sum;
+    m = m_new;
+    first = false;
+  }
+}
+
 // Softmax statistics per row: masked scores, max, exponentials, sum (fixed orders). A half whose
 // rows are inactive in every lane (a decode tile's rows 8..15) is left as that arithmetic would
 // leave it (scores 0, alpha 1) without computing it. The key range is compared as columns of
@@ -230,23 +272,19 @@ __device__ __forceinline__ void attend_softmax(int64_t sb0, const SegRange (&rg)
       for (int nt = 0; nt < 8; ++nt) sc[nt][2 * h] = sc[nt][2 * h + 1] = 0.0f;
       continue;
     }
-    const int col_lo = int(min(max(rg[h].begin - sb0, int64_t(0)), int64_t(kAttnKeys)));
-    const int col_hi = int(min(max(rg[h].end - sb0, int64_t(0)), int64_t(kAttnKeys)));
+    int col_lo, col_hi;
+    softmax_columns(sb0, rg[h], &col_lo, &col_hi);
     float mx = -INFINITY;
 #pragma unroll
     for (int nt = 0; nt < 8; ++nt)
 #pragma unroll
       for (int e = 0; e < 2; ++e) {
-        const int col = nt * 8 + (lane & 3) * 2 + e;
-        const bool in = col >= col_lo && col < col_hi;
-        const float x = in ? sc[nt][2 * h + e] * scale : -INFINITY;
+        const float x = softmax_masked(sc[nt][2 * h + e], nt * 8 + (lane & 3) * 2 + e, col_lo, col_hi, scale);
         sc[nt][2 * h + e] = x;
         mx = fmaxf(mx, x);
       }
-    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-    const float m_new = first[h] ? mx : fmaxf(m[h], mx);
-    alpha[h] = active[h] ? (first[h] ? 0.0f : fixed_expf(m[h] - m_new)) : 1.0f;
+    const float m_new = softmax_new_max(first[h], m[h], quad_max(mx));
+    alpha[h] = softmax_alpha(active[h], first[h], m[h], m_new);
     float sum = 0.0f;
     if constexpr (kExps != kExpsOwn) {
       static_assert(kHalves == 1, "rows 4..7 of the first half are the spare lanes");
@@ -260,8 +298,7 @@ __device__ __forceinline__ void attend_softmax(int64_t sb0, const SegRange (&rg)
 #pragma unroll
       for (int j = 0; j < 8; ++j) {
         const float theirs = __shfl_xor_sync(0xffffffffu, sc[4 + j / 2][j % 2], 16);
-        const float x = owner ? sc[j / 2][j % 2] : theirs;
-        p[j] = (act_use && x != -INFINITY) ? fixed_expf(x - m_use) : 0.0f;
+        p[j] = softmax_exp(act_use, owner ? sc[j / 2][j % 2] : theirs, m_use);
       }
 #pragma unroll
       for (int j = 0; j < 8; ++j) {
@@ -278,20 +315,12 @@ __device__ __forceinline__ void attend_softmax(int64_t sb0, const SegRange (&rg)
       for (int nt = 0; nt < 8; ++nt)
 #pragma unroll
         for (int e = 0; e < 2; ++e) {
-          const float x = sc[nt][2 * h + e];
-          const float p = (active[h] && x != -INFINITY) ? fixed_expf(x - m_new) : 0.0f;
+          const float p = softmax_exp(active[h], sc[nt][2 * h + e], m_new);
           sc[nt][2 * h + e] = p;
           sum = sum + p;
         }
     }
-    sum = sum + __shfl_xor_sync(0xffffffffu, sum, 1);
-    sum = sum + __shfl_xor_sync(0xffffffffu, sum, 2);
-    if (active[h]) {
-      const float scaled = l[h] * alpha[h];
-      l[h] = first[h] ? sum : scaled + sum;
-      m[h] = m_new;
-      first[h] = false;
-    }
+    softmax_update(active[h], alpha[h], m_new, quad_sum(sum), m[h], l[h], first[h]);
   }
 }
 

@@ -204,9 +204,7 @@ __device__ __forceinline__ InteriorMax interior_max(float scale, float (&sc)[8][
         sc[nt][2 * h + e] = x;
         mx = fmaxf(mx, x);
       }
-    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-    r.m_new[h] = first[h] ? mx : fmaxf(m[h], mx);
+    r.m_new[h] = softmax_new_max(first[h], m[h], quad_max(mx));
     alpha[h] = first[h] ? 0.0f : fixed_expf(m[h] - r.m_new[h]);
     r.mu[h] = r.m_new[h] == -INFINITY ? 0.0f : r.m_new[h];
   }
@@ -226,12 +224,7 @@ __device__ __forceinline__ void interior_exp_sum(const InteriorMax& r, float (&s
         sc[nt][2 * h + e] = p;
         sum = sum + p;
       }
-    sum = sum + __shfl_xor_sync(0xffffffffu, sum, 1);
-    sum = sum + __shfl_xor_sync(0xffffffffu, sum, 2);
-    const float scaled = l[h] * alpha[h];
-    l[h] = first[h] ? sum : scaled + sum;
-    m[h] = r.m_new[h];
-    first[h] = false;
+    softmax_update(true, alpha[h], r.m_new[h], quad_sum(sum), m[h], l[h], first[h]);
   }
 }
 
