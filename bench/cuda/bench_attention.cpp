@@ -7,7 +7,8 @@
 // decode-graph: the small batches again, timed as replays of a CUDA graph of the calls (device
 // time without each call's host work, as the engine's captured steps see it); decode-kernel,
 // decode-kernel-wide, decode-64row: the decode routes forced (AttentionRoute); decode-chain-ring=
-// 2|4|8: the few-warps decode kernel with that ring depth, graph replays; decode-burst-wide,
+// 2|4|8 and decode-split-ring=4|8: the few-warps and the four-warps decode kernels with that
+// ring depth, graph replays; decode-burst-wide,
 // decode-burst-four-warps: the decode-burst rows on the decode kernel in blocks of 8 warps or of
 // at most 4;
 // decode-split=64|128: invariant mode with another fixed split size (prefill-split= likewise);
