@@ -265,26 +265,24 @@ __device__ __forceinline__ void copy_half_rows(const AttnParams& P, const Decode
                                                int64_t key0, uint32_t dst, int lane) {
   constexpr int CH = HD / 8;  // 16-byte chunks per row
   const KeyRow row = resolve_key_row(P, t.table, t.s, t.g, HD, t.qs, t.cached, t.context, from_new, key0 + lane);
-  const bf16* cache = is_k ? P.k_cache : P.v_cache;
-  const bf16* fresh = is_k ? P.k_new : P.v_new;
+  const bf16* own = key_row_source(row, is_k ? P.k_cache : P.v_cache, is_k ? P.k_new : P.v_new);
   if constexpr (HD == 128) {
     constexpr int kRowsPerCopy = 32 / CH;  // key rows one warp instruction copies
     const int ch = lane % CH, sub = lane / CH;
 #pragma unroll
     for (int i = 0; i < kHalfKeys / kRowsPerCopy; ++i) {
       const int r = i * kRowsPerCopy + sub;
-      const long long o = __shfl_sync(0xffffffffu, (long long)row.off, r);
+      const bf16* src = shfl_row_source(own, r);
       const int w = __shfl_sync(0xffffffffu, row.where, r);
-      cp_async_16(dst + swizzled(r, ch, CH), (w == 2 ? fresh : cache) + o + ch * 8, w != 0);
+      cp_async_16(dst + swizzled(r, ch, CH), src + ch * 8, w != 0);
     }
   } else {
     const int e = lane & 1;
 #pragma unroll 1  // two passes; unrolled, their copies took registers the kernel spilled
     for (int pass = 0; pass < kHalfKeys / 16; ++pass) {
       const int r = pass * 16 + (lane >> 1);
-      const long long o = __shfl_sync(0xffffffffu, (long long)row.off, r);
+      const bf16* src = shfl_row_source(own, r);
       const int w = __shfl_sync(0xffffffffu, row.where, r);
-      const bf16* src = (w == 2 ? fresh : cache) + o;
 #pragma unroll
       for (int i = 0; i < CH / 2; ++i) {
         const int c = 2 * i + e;

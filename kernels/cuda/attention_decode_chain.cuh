@@ -101,6 +101,7 @@ __global__ void __launch_bounds__(32, 1) attention_decode_chain_kernel(AttnParam
       }
       const bf16* cache = next_load.part == 0 ? P.k_cache : P.v_cache;
       const bf16* fresh = next_load.part == 0 ? P.k_new : P.v_new;
+      const bf16* own[2] = {key_row_source(next_load.row[0], cache, fresh), key_row_source(next_load.row[1], cache, fresh)};
       const uint32_t dst = buffers + buf * L::kRowsBytes;
       const int ch = lane % CH, sub = lane / CH;
 #pragma unroll 8
@@ -108,10 +109,9 @@ __global__ void __launch_bounds__(32, 1) attention_decode_chain_kernel(AttnParam
         const int r = i * kRowsPerCopy + sub;
         const bool high = r >= 32;  // the key is held in slot 1 of lane r - 32 (values selected, not
                                     // a reference: that put the rows in local memory)
-        const long long o =
-            __shfl_sync(0xffffffffu, (long long)(high ? next_load.row[1].off : next_load.row[0].off), r & 31);
+        const bf16* src = shfl_row_source(high ? own[1] : own[0], r & 31);
         const int w = __shfl_sync(0xffffffffu, high ? next_load.row[1].where : next_load.row[0].where, r & 31);
-        cp_async_16(dst + swizzled(r, ch, CH), (w == 2 ? fresh : cache) + o + ch * 8, w != 0);
+        cp_async_16(dst + swizzled(r, ch, CH), src + ch * 8, w != 0);
       }
       if (++next_load.part == 2) {
         next_load.part = 0;

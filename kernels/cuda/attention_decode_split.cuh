@@ -111,16 +111,16 @@ __global__ void __launch_bounds__(32 * kSplitWarps, 1) attention_decode_split_ke
                                                               next_load.from_new, key)
                                             : KeyRow{0, 0};
       }
-      const bf16* cache = next_load.part == 0 ? P.k_cache : P.v_cache;
-      const bf16* fresh = next_load.part == 0 ? P.k_new : P.v_new;
+      const bf16* own = next_load.part == 0 ? key_row_source(next_load.row, P.k_cache, P.k_new)
+                                            : key_row_source(next_load.row, P.v_cache, P.v_new);
       const uint32_t dst = buffers + buf * L::kRowsBytes;
       const int ch = lane % CH, sub = lane / CH;
 #pragma unroll
       for (int i = 0; i < kKeysPerWarp / kRowsPerCopy; ++i) {
         const int r = i * kRowsPerCopy + sub;
-        const long long o = __shfl_sync(0xffffffffu, (long long)next_load.row.off, r);
+        const bf16* src = shfl_row_source(own, r);
         const int w = __shfl_sync(0xffffffffu, next_load.row.where, r);
-        cp_async_16(dst + swizzled(warp * kKeysPerWarp + r, ch, CH), (w == 2 ? fresh : cache) + o + ch * 8, w != 0);
+        cp_async_16(dst + swizzled(warp * kKeysPerWarp + r, ch, CH), src + ch * 8, w != 0);
       }
       if (++next_load.part == 2) {
         next_load.part = 0;

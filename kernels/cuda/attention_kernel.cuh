@@ -103,6 +103,17 @@ __device__ __forceinline__ KeyRow resolve_key_row(const AttnParams& P, const int
   }
   return KeyRow{0, 0};
 }
+// Where a resolved row's values lie: in `fresh` (this step's K or V) or `cache` (the paged K or
+// V); a row without a key (where = 0) points at the cache's first row, which its copy does not
+// read (zero-filled). The decode kernels' lanes resolve one row each and pass this address to the
+// lanes that copy the row (shfl_row_source), so that the choice and the offset are computed once
+// per row rather than once per copy instruction.
+__device__ __forceinline__ const bf16* key_row_source(const KeyRow& row, const bf16* cache, const bf16* fresh) {
+  return (row.where == 2 ? fresh : cache) + row.off;
+}
+__device__ __forceinline__ const bf16* shfl_row_source(const bf16* src, int from) {
+  return reinterpret_cast<const bf16*>(__shfl_sync(0xffffffffu, reinterpret_cast<long long>(src), from));
+}
 
 // Fold of one segment's partial (m, l, o) into a running total, in segment order; the first
 // non-empty partial is taken as is. Shared by the in-block fold and the merge kernel.
@@ -518,10 +529,10 @@ __global__ void __launch_bounds__(kAttnThreads) attention_kernel(AttnParams P) {
 #pragma unroll
         for (int kk = 0; kk < kPasses; ++kk) {
           const int r = tid / CH + kk * kKeysPerPass;
-          const bf16* kb = row[kk].where == 2 ? P.k_new : P.k_cache;
-          const bf16* vb = row[kk].where == 2 ? P.v_new : P.v_cache;
-          cp_async_16(k_s + buf * KV_BYTES + swizzled(r, ch, CH), kb + row[kk].off + ch * 8, row[kk].where != 0);
-          cp_async_16(v_s + buf * KV_BYTES + swizzled(r, ch, CH), vb + row[kk].off + ch * 8, row[kk].where != 0);
+          const bf16* kb = key_row_source(row[kk], P.k_cache, P.k_new);
+          const bf16* vb = key_row_source(row[kk], P.v_cache, P.v_new);
+          cp_async_16(k_s + buf * KV_BYTES + swizzled(r, ch, CH), kb + ch * 8, row[kk].where != 0);
+          cp_async_16(v_s + buf * KV_BYTES + swizzled(r, ch, CH), vb + ch * 8, row[kk].where != 0);
         }
       };
 
