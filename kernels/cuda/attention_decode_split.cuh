@@ -7,8 +7,7 @@
 // along dimensions that are not reduction chains, so every value is computed by the same
 // operations in the same order as in the one-warp kernels:
 // - S = Q K^T by KEYS: warp w computes the scores of keys 16w .. 16w + 15 of the sub-block (each
-//   score's k16 chain over head_dim unchanged: attend_score_keys on one key pair) and stores them
-//   to shared memory in the mma accumulator layout;
+//   score's k16 chain over head_dim unchanged: attend_score_keys on one key pair);
 // - the softmax by KEYS as well: warp w masks and scales the scores of its keys and takes each
 //   row's max over them (softmax_masked, quad_max); the rows' maxima over the sub-block come from
 //   the four warps' through shared memory (a max is exact in any order); every warp then computes
