@@ -409,7 +409,20 @@ absl::Status launch(const AttnParams& base, const Extents& e, AttentionRoute rou
     overlap[0].val.programmaticStreamSerializationAllowed = 1;
     config.attrs = overlap;
     config.numAttrs = merge_overlaps ? 1 : 0;
-    SAMEBITS_CUDA_TRY(cudaLaunchKernelEx(&config, cuda::attention_decode_merge_kernel<HD>, params, grid));
+    // More than 8 segments in tiles of at most 8 rows, at most a block per SM, head_dim 128: the
+    // partials loaded 32 at a time, one memory round trip where the 8-segment batches took up to
+    // four one after the other. Its registers leave one block per SM, so larger launches keep the
+    // 8-segment batch. H200 (bench/cuda/NOTES.md, 2026-12-02): head_dim 128 batch 1-4 x 8192-32768
+    // 0.89-0.96x the time, batch 16 unchanged; at head_dim 64 batch 4 x 2048-8192 1.06-1.10x (its
+    // blocks, waiting behind the chain kernel, hold registers that kernel's warps would use).
+    auto merge = cuda::attention_decode_merge_kernel<HD, cuda::kMergeBatch>;
+    if constexpr (HD == 128) {
+      if (grid.max_segments > cuda::kMergeBatch && grid.partial_rows <= 8 &&
+          int64_t(base.num_seqs) * base.num_kv_heads <= cuda::device_sm_count()) {
+        merge = cuda::attention_decode_merge_kernel<HD, cuda::kMergeBatchWide>;
+      }
+    }
+    SAMEBITS_CUDA_TRY(cudaLaunchKernelEx(&config, merge, params, grid));
     SAMEBITS_RETURN_IF_ERROR(cuda::check_launch("attention_decode_merge_kernel"));
   }
   return absl::OkStatus();

@@ -15,15 +15,17 @@ namespace samebits::cuda {
 // starts after its predecessor has finished anyway.
 __device__ __forceinline__ void wait_for_prerequisite_grid() { asm volatile("griddepcontrol.wait;\n" ::: "memory"); }
 
-// Segments whose partials the merge kernel loads at once before folding them.
-constexpr int kMergeBatch = 8;
+// Segments whose partials the merge kernel loads at once before folding them: 8, or 32 for small
+// launches whose tiles have more than 8 segments (attention.cu chooses; tiles of at most 8 rows,
+// blocks of at most 256 threads, which fit an SM at the 226 registers a thread ptxas gives it).
+constexpr int kMergeBatch = 8, kMergeBatchWide = 32;
 
 // One warp per row of a small tile with several segments: the fold of attention_kernel.cuh over
-// the stored partials in segment order. The partials of kMergeBatch segments are loaded together
+// the stored partials in segment order. The partials of kBatch segments are loaded together
 // and then folded, so a row waits for memory once per batch rather than once per segment (a row
 // of 8 segments: one round trip instead of eight). The tile's shape is read before the wait for
 // the decode grid (it comes from query_start / context_lens, written before that grid ran).
-template <int HD>
+template <int HD, int kBatch>
 __global__ void attention_decode_merge_kernel(AttnParams P, DecodeGrid grid) {
   const int g = blockIdx.x, s = blockIdx.y;
   const int r = threadIdx.x >> 5, lane = threadIdx.x & 31;
@@ -49,10 +51,10 @@ __global__ void attention_decode_merge_kernel(AttnParams P, DecodeGrid grid) {
   float ot[PER];
   float tot_m = 0.0f, tot_l = 0.0f;
   bool has_total = false;
-  for (int c0 = 0; c0 < nseg; c0 += kMergeBatch) {
-    float v[kMergeBatch][PER], pm[kMergeBatch], pl[kMergeBatch];
+  for (int c0 = 0; c0 < nseg; c0 += kBatch) {
+    float v[kBatch][PER], pm[kBatch], pl[kBatch];
 #pragma unroll
-    for (int b = 0; b < kMergeBatch; ++b) {
+    for (int b = 0; b < kBatch; ++b) {
       if (c0 + b >= nseg) break;
       const float* p = src + stride * (c0 + b);
 #pragma unroll
@@ -61,7 +63,7 @@ __global__ void attention_decode_merge_kernel(AttnParams P, DecodeGrid grid) {
       pl[b] = p[HD + 1];
     }
 #pragma unroll
-    for (int b = 0; b < kMergeBatch; ++b) {
+    for (int b = 0; b < kBatch; ++b) {
       if (c0 + b >= nseg) break;
       if (pl[b] == 0.0f) continue;  // an empty segment
       float new_m, a, bb;
