@@ -370,13 +370,12 @@ absl::Status launch(const AttnParams& base, const Extents& e, AttentionRoute rou
     // the time at both head dims). Longer contexts keep the widest blocks (not measured otherwise).
     const int max_warps = !widest && (four_warps || grid.max_segments == 1) ? 4 : 8;
     const int64_t warps = e.decode_tiles * base.num_kv_heads * e.decode_slots;
-    const int ring = forced_chain_ring(route), split_ring = forced_split_ring(route);
     const bool planted = route == AttentionRoute::kDecodeSharedExpsPlanted && share_exps(e);
     const int auto_split = !widest && !four_warps && grid.partial_rows <= 8 ? split_kernel_ring<HD>(warps) : 0;
     const bool auto_chain = !widest && !four_warps && warps < chain_kernel_below_warps<HD>();
     // The ring of the split or the chain kernel that takes the decode tiles (0: not that kernel): a
     // forced one (the route names at most one, the planted route none), else the automatic choice.
-    int split = split_ring, chain = ring;
+    int split = forced_split_ring(route), chain = forced_chain_ring(route);
     if (!planted && split == 0 && chain == 0) {
       if (auto_split > 0) {
         split = auto_split;
