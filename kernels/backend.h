@@ -118,6 +118,8 @@ void register_backend(const std::string& name, const Backend* backend);
 // columns (gate_up_silu: default mode's plan and cuBLASLt's algorithm follow the wider shape).
 // 3: fixed_expf with written-out fused multiply-adds and a degree-6 minimax polynomial (every
 // softmax, silu and sampling probability changes).
-inline constexpr int kKernelSetVersion = 3;
+// 4: default mode's split-KV count keeps splits of < 256 keys only while the launch has at most 2
+// items per parallel unit (plan_attention; invariant-mode bits unchanged).
+inline constexpr int kKernelSetVersion = 4;
 
 }  // namespace samebits

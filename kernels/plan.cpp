@@ -80,6 +80,16 @@ AttentionPlan plan_attention(Mode mode, int num_seqs, int num_kv_heads, int64_t 
       std::max<int64_t>(1, int64_t(kDefaultSplitItemsPerUnit) * std::max(1, parallel_units) / work);
   const int64_t max_splits = std::max<int64_t>(1, ceil_div(max_context, kDefaultMinSplitKeys));
   int64_t count = std::min(want, max_splits);
+  // Short splits only where they are what fills the machine: each split costs its own set-up,
+  // partial result and merge segment whatever its length, and where the launch has more than
+  // kDefaultShortSplitItemsPerUnit items per unit the units are full anyway. There the count is
+  // cut to that many items per unit, or to splits of kDefaultLongSplitKeys keys if those are more
+  // (measured on the H200, head_dim 128: batch 1 x 8192 as 128 splits of 64 keys 0.23 of the copy
+  // floor, as 32 of 256 0.41; batch 4 x 2048 as 32 of 64 0.39, as 8 of 256 0.49).
+  const int64_t short_units = int64_t(kDefaultShortSplitItemsPerUnit) * std::max(1, parallel_units);
+  if (count * work > short_units && count * kDefaultLongSplitKeys > max_context) {
+    count = std::max(std::max<int64_t>(1, short_units / work), ceil_div(max_context, kDefaultLongSplitKeys));
+  }
   // Splits longer than a sub-block: the count of splits of the longest context's share rounded up
   // to whole sub-blocks (kSplitAlignKeys), so that its equal parts are whole sub-blocks where the
   // context allows (8192 keys, 33 wanted: 32 of 256, not 33 of 249, each reading 5 sub-blocks).

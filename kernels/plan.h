@@ -58,9 +58,12 @@ struct AttentionPlan {
 };
 inline constexpr int kInvariantAttentionSplit = 256;
 // Default mode's split count (plan_attention): (sequence, kv head, split) items per parallel unit
-// wanted, and the fewest keys per split.
+// wanted, and the fewest keys per split; splits shorter than kDefaultLongSplitKeys only while the
+// launch has at most kDefaultShortSplitItemsPerUnit items per parallel unit.
 inline constexpr int kDefaultSplitItemsPerUnit = 8;
 inline constexpr int kDefaultMinSplitKeys = 64;
+inline constexpr int kDefaultShortSplitItemsPerUnit = 2;
+inline constexpr int kDefaultLongSplitKeys = 256;
 // The kernels' sub-block of keys (aligned to absolute positions): plan_attention picks split
 // counts whose parts of the longest context are multiples of it where possible.
 inline constexpr int kSplitAlignKeys = 64;

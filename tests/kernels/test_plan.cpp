@@ -109,25 +109,41 @@ TEST(PlanAttention, SplitsCoverVisibleKeysExactly) {
 
 // Default mode counts (sequence, kv head, split) items per parallel unit, not one per unit: batch
 // 16 x 8 kv heads on 132 units wants 8 * 132 / 128 = 8 splits (rounded down: one wave), not 1;
-// the count is then that of the splits of sub-block multiples that the longest context fills.
+// splits shorter than kDefaultLongSplitKeys only while the launch has at most
+// kDefaultShortSplitItemsPerUnit items per unit; the count is then that of the splits of sub-block
+// multiples that the longest context fills.
 TEST(PlanAttention, DefaultSplitCountFillsUnitsByItems) {
   EXPECT_EQ(plan_attention(Mode::kDefault, 16, 8, 8192, 132).split_count, 8);
   EXPECT_EQ(plan_attention(Mode::kDefault, 64, 8, 8192, 132).split_count, 2);
   EXPECT_EQ(plan_attention(Mode::kDefault, 256, 8, 8192, 132).split_count, 1);
   EXPECT_EQ(plan_attention(Mode::kDefault, 4, 8, 8192, 132).split_count, 32);    // 33 wanted: 256 keys each
   EXPECT_EQ(plan_attention(Mode::kDefault, 1, 8, 32768, 132).split_count, 128);  // 132 wanted: 256 keys each
-  // Capped by splits of kDefaultMinSplitKeys keys: 2048 keys give at most 32.
+  // Short splits where they fill the machine: 2048 keys as 32 splits of 64 (256 items on 132 units).
   EXPECT_EQ(plan_attention(Mode::kDefault, 1, 8, 2048, 132).split_count, 32);
+  // Not where the units are full without them: 128 splits of 64 keys (1024 items) become 32 of 256,
+  // batch 4's 32 of 64 become 8 of 256; contexts of <= 256 keys keep their short splits at small
+  // batches (the tiny model's Feynman traffic).
+  EXPECT_EQ(plan_attention(Mode::kDefault, 1, 8, 8192, 132).split_count, 32);
+  EXPECT_EQ(plan_attention(Mode::kDefault, 4, 8, 2048, 132).split_count, 8);
+  EXPECT_EQ(plan_attention(Mode::kDefault, 4, 2, 200, 132).split_count, 4);
+  EXPECT_EQ(plan_attention(Mode::kDefault, 64, 2, 200, 132).split_count, 2);
   for (int seqs : {1, 2, 4, 16, 64, 256, 1000}) {
-    for (int64_t ctx : {1, 63, 64, 65, 1000, 2048, 2049, 8192}) {
+    for (int64_t ctx : {1, 63, 64, 65, 200, 1000, 2048, 2049, 8192, 32768}) {
       for (int units : {1, 132}) {
         const AttentionPlan p = plan_attention(Mode::kDefault, seqs, 8, ctx, units);
         const int64_t work = int64_t(seqs) * 8;
         const int64_t want = std::max<int64_t>(1, int64_t(kDefaultSplitItemsPerUnit) * units / work);
         const int64_t cap = std::max<int64_t>(1, (ctx + kDefaultMinSplitKeys - 1) / kDefaultMinSplitKeys);
+        const int64_t short_items = int64_t(kDefaultShortSplitItemsPerUnit) * units;
+        const int64_t long_splits = (ctx + kDefaultLongSplitKeys - 1) / kDefaultLongSplitKeys;
+        const int64_t floor_count = std::min({want, cap, std::max<int64_t>(short_items / work, long_splits)});
         ASSERT_GE(p.split_count, 1);
         ASSERT_LE(p.split_count, std::min(want, cap)) << seqs << " x " << ctx;
-        ASSERT_GT(2 * p.split_count, std::min(want, cap)) << seqs << " x " << ctx;  // rounding at most halves it
+        ASSERT_GT(2 * p.split_count, floor_count) << seqs << " x " << ctx;  // rounding at most halves it
+        // No more splits than kDefaultLongSplitKeys-key ones need, unless the items fill at most
+        // kDefaultShortSplitItemsPerUnit per unit.
+        ASSERT_TRUE(p.split_count <= long_splits || p.split_count * work <= short_items)
+            << seqs << " x " << ctx << ": " << p.split_count << " splits";
         for (int i = 0; i < num_splits(p, ctx); ++i) {
           const KeyRange r = split_range(p, ctx, i);
           ASSERT_LT(r.begin, r.end) << seqs << " x " << ctx << ": split " << i << " of the longest context is empty";
