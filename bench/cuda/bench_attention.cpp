@@ -11,7 +11,8 @@
 // ring depth, graph replays; decode-burst-wide,
 // decode-burst-four-warps: the decode-burst rows on the decode kernel in blocks of 8 warps or of
 // at most 4;
-// decode-split=64|128: invariant mode with another fixed split size (prefill-split= likewise);
+// decode-split=64|128: invariant mode with another fixed split size (prefill-split=64|128|1024|8192
+// likewise: the larger ones show what the 256-key segment ends cost);
 // decode-items=4|16: default mode planned for that many items per unit instead of 8;
 // floor = the K and V bytes read once at the measured copy bandwidth (frac_bw = floor / time).
 // Mixed: one prefill chunk of 512 or 2048 tokens (over as many cached keys) and 16 or 64 decodes
@@ -407,6 +408,10 @@ int main(int argc, char** argv) {
             });
       }
     }
+  }
+  // The same for prefill, and larger splits: what invariant prefill's segment ends (a fold and a
+  // restart every 256 keys) cost against fewer of them (8192: one segment per row at these chunks).
+  for (int split : {64, 128, 1024, 8192}) {
     for (int64_t chunk : {1024, 4096}) {
       add(absl::StrCat("prefill-split=", split, "/invariant/chunk=", chunk), [=](benchmark::State& st) {
         run(st, Mode::kInvariant, 1, chunk, chunk, 128, false, AttentionRoute::kAuto, Burst::kNone, split);
