@@ -51,11 +51,13 @@ struct PrefillLayout {
   static constexpr int kStages = prefill_stages(HD);
   static constexpr int kRing = 2 * kTileBytes;
   static constexpr int kStageBytes = 2 * kTileBytes;  // K, then V
-  // The consumers' running totals over segments (ot): HD / 2 floats per consumer thread, value j
-  // of thread i at [j][i] (consecutive threads, consecutive banks); here, to leave registers for
-  // two score buffers; read and written once per segment.
+  // The consumers' running totals over segments (ot): HD / 2 floats per consumer thread, as
+  // HD / 8 groups of 4 (one n8 tile's accumulator entries), group j of thread i at [j][i]: one
+  // 16-byte access per group, eight consecutive threads on 128 consecutive bytes (no bank
+  // conflict). Here, to leave registers for two score buffers; read and written once per segment.
   static constexpr int kTotals = kRing + kStages * kStageBytes;
   static constexpr int kBars = kTotals + HD / 2 * kConsumerThreads * 4;
+  static_assert(kTotals % 16 == 0, "the totals are read and written 16 bytes at a time");
   static constexpr int kBytes = kBars + 16 * kStages + 1024;  // + room to align the base to 1024
 };
 
@@ -265,11 +267,9 @@ __device__ __forceinline__ void consume(const AttnParams& P, const TileInfo& t, 
   float tot_m[2] = {0.0f, 0.0f}, tot_l[2] = {0.0f, 0.0f}, m[2], l[2];
   bool has_total[2] = {false, false}, first[2];
   SegRange rg[2];
-  auto total = [&](int nt, int e) -> float& { return totals[(nt * 4 + e) * kConsumerThreads + tid]; };
+  auto total = [&](int nt) -> float4& { return reinterpret_cast<float4*>(totals)[nt * kConsumerThreads + tid]; };
 #pragma unroll
-  for (int nt = 0; nt < NTD; ++nt)
-#pragma unroll
-    for (int e = 0; e < 4; ++e) total(nt, e) = 0.0f;
+  for (int nt = 0; nt < NTD; ++nt) total(nt) = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
   int n = 0, pending_stage = -1;
   bool scores_issued = false;  // this sub-block's scores were issued under the previous one's softmax
   uint32_t a[4][4];  // P (bf16 pairs), the A operand of the P V products: read until they retire
@@ -388,17 +388,19 @@ __device__ __forceinline__ void consume(const AttnParams& P, const TileInfo& t, 
         retire_values();
         float ot[NTD][4];
 #pragma unroll
-        for (int nt = 0; nt < NTD; ++nt)
-#pragma unroll
-          for (int e = 0; e < 4; ++e) ot[nt][e] = total(nt, e);
+        for (int nt = 0; nt < NTD; ++nt) {
+          const float4 v = total(nt);
+          ot[nt][0] = v.x;
+          ot[nt][1] = v.y;
+          ot[nt][2] = v.z;
+          ot[nt][3] = v.w;
+        }
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
           if (pos[h] >= 0 && !first[h]) fold_row_partial<NTD>(h, o, m[h], l[h], ot, tot_m[h], tot_l[h], has_total[h]);
         }
 #pragma unroll
-        for (int nt = 0; nt < NTD; ++nt)
-#pragma unroll
-          for (int e = 0; e < 4; ++e) total(nt, e) = ot[nt][e];
+        for (int nt = 0; nt < NTD; ++nt) total(nt) = make_float4(ot[nt][0], ot[nt][1], ot[nt][2], ot[nt][3]);
       });
   if (wg == 0) named_barrier_sync(3, 256);  // warpgroup 1's last grant: every arrival is consumed
 
@@ -410,8 +412,9 @@ __device__ __forceinline__ void consume(const AttnParams& P, const TileInfo& t, 
 #pragma unroll
     for (int nt = 0; nt < NTD; ++nt) {
       const int d = nt * 8 + (lane & 3) * 2;
-      dst[d] = to_bf16(__fdiv_rn(total(nt, 2 * h), tot_l[h]));
-      dst[d + 1] = to_bf16(__fdiv_rn(total(nt, 2 * h + 1), tot_l[h]));
+      const float4 v = total(nt);
+      dst[d] = to_bf16(__fdiv_rn(h == 0 ? v.x : v.z, tot_l[h]));
+      dst[d + 1] = to_bf16(__fdiv_rn(h == 0 ? v.y : v.w, tot_l[h]));
     }
   }
 }
