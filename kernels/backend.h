@@ -120,6 +120,9 @@ void register_backend(const std::string& name, const Backend* backend);
 // softmax, silu and sampling probability changes).
 // 4: default mode's split-KV count keeps splits of < 256 keys only while the launch has at most 2
 // items per parallel unit (plan_attention; invariant-mode bits unchanged).
-inline constexpr int kKernelSetVersion = 4;
+// 5: CUDA attention's softmax in log2 units with the SFU's ex2 (attn_exp2) in place of fixed_expf,
+// two instructions per score instead of ~20, and the segment fold's O*a + o*b as one fma after the
+// product (every CUDA attention output changes; CPU bits unchanged).
+inline constexpr int kKernelSetVersion = 5;
 
 }  // namespace samebits

@@ -9,14 +9,15 @@
 //     and [cached, p] from this step's k_new/v_new, two partials.
 // Order inside one segment, per (query, q head) row: keys in sub-blocks of 64 aligned to absolute
 // positions (0, 64, 128, ...), visiting only sub-blocks that hold keys of the row's range; per
-// sub-block: s = (q . k via mma.sync m16n8k16, fp32) * scale; m_blk = max over the row's keys;
-// m' = max(m, m_blk); alpha = fixed_expf(m - m') (0 on the row's first sub-block); e_j =
-// fixed_expf(s_j - m'); l = l*alpha + sum(e) (sum: each lane over its 16 columns in order, then
-// lanes xor 1, xor 2); o = o*alpha + bf16(e) . v (mma.sync). A row's bits depend only on its q
+// sub-block: s = (q . k via mma.sync m16n8k16, fp32) * scale2, scale2 = fp32(scale * log2(e))
+// (scores in log2 units); m_blk = max over the row's keys; m' = max(m, m_blk); alpha = ex2(m - m')
+// (0 on the row's first sub-block); e_j = ex2(s_j - m'); l = l*alpha + sum(e) (sum: each lane over
+// its 16 columns in order, then lanes xor 1, xor 2); o = o*alpha + bf16(e) . v (mma.sync). ex2 is
+// the SFU's ex2.approx.ftz (attn_exp2, attention_kernel.cuh). A row's bits depend only on its q
 // and its keys: rows never share a reduction, and sub-blocks outside its range leave it untouched.
 // Merge of the segments of a row, in index order, empty ones skipped: the first partial is taken
-// as is; then M' = max(M, m_c), a = fixed_expf(M - M'), b = fixed_expf(m_c - M'),
-// L = L*a + l_c*b, O = O*a + o_c*b; out = bf16(O / L). This fold runs either in the block that
+// as is; then M' = max(M, m_c), a = ex2(M - M'), b = ex2(m_c - M'),
+// L = fma(l_c, b, L*a), O = fma(o_c, b, O*a); out = bf16(O / L). This fold runs either in the block that
 // computed all of a tile's segments (attention_kernel.cuh: tiles of 17..64 rows; on compute
 // capability 9.0 sm90a/attention_prefill.cu: tiles of up to 128 rows on wgmma, whose k16 steps
 // give mma.sync's bits, for calls with a sequence of 128 rows or more), or, for a
@@ -32,7 +33,8 @@
 // same launches for every batch of those shapes (CUDA graphs).
 // Invariant mode therefore gives a query the same bits alone or in any batch, chunked or not, in
 // prefill or decode, with any block table or block size. Bits differ from the CPU backend's (the
-// CPU reduces in 16 fixed lanes and merges with a global max); not promised. No atomics on floats.
+// CPU reduces in 16 fixed lanes, merges with a global max and takes fixed_expf); not promised. No
+// atomics on floats.
 #include <algorithm>
 #include <utility>
 #include <vector>
@@ -501,7 +503,8 @@ absl::Status cuda_attention_routed(const ExecContext& ctx, const AttentionArgs& 
   params.num_kv_heads = a.num_kv_heads;
   params.block_size = a.block_size;
   params.num_blocks = a.num_blocks;
-  params.scale = a.scale;
+  // Scores in log2 units, for attn_exp2: one host rounding, the same float in every kernel.
+  params.scale = a.scale * fixed_math_detail::kLog2e;
   params.split_count_kind = a.plan.kind == AttentionPlan::Kind::kSplitCount ? 1 : 0;
   params.split_size = a.plan.split_size;
   params.split_count = a.plan.split_count;

@@ -115,6 +115,20 @@ __device__ __forceinline__ const bf16* shfl_row_source(const bf16* src, int from
   return reinterpret_cast<const bf16*>(__shfl_sync(0xffffffffu, reinterpret_cast<long long>(src), from));
 }
 
+// The softmax's exponential on CUDA: 2^x by the SFU (ex2.approx.ftz.f32), for x a difference of
+// scores already in log2 units (AttnParams::scale holds scale * log2(e)). Two instructions per
+// score where fixed_expf takes ~20, which bounded the wgmma prefill's rate (bench/cuda/NOTES.md).
+// The SFU's result is a fixed function of its input on a given architecture, so every CUDA
+// attention kernel (decode, prefill, merge) gives the same bits through it, as the invariance
+// contract needs; those bits differ from the CPU backend's (fixed_expf), which the contract does
+// not promise to match (the gpu tests compare the two backends within nmse 1e-4).
+// ex2(0) = 1 and ex2(-inf) = +0.
+__device__ __forceinline__ float attn_exp2(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+  return y;
+}
+
 // Fold of one segment's partial (m, l, o) into a running total, in segment order; the first
 // non-empty partial is taken as is. Shared by the in-block fold and the merge kernel.
 __device__ __forceinline__ void fold_scales(bool has_total, float total_m, float m, float* new_m, float* a,
@@ -127,13 +141,14 @@ __device__ __forceinline__ void fold_scales(bool has_total, float total_m, float
   }
   const float mm = fmaxf(total_m, m);
   *new_m = mm;
-  *a = fixed_expf(total_m - mm);
-  *b = fixed_expf(m - mm);
+  *a = attn_exp2(total_m - mm);
+  *b = attn_exp2(m - mm);
 }
+// total * a + v * b with one rounding fewer: fma(v, b, total * a), two instructions per value (the
+// prefill kernel folds HD / 2 of them per thread at every segment end).
 __device__ __forceinline__ float fold_value(bool has_total, float total, float a, float v, float b) {
   if (!has_total) return v;
-  const float x = total * a, y = v * b;
-  return x + y;
+  return __fmaf_rn(v, b, total * a);
 }
 // Folds the segment partial (o, m, l) of this lane's row half h (accumulator entries 2h, 2h + 1)
 // into the row's running total (ot, tot_m, tot_l), in segment order.
@@ -237,11 +252,11 @@ __device__ __forceinline__ float quad_sum(float x) {
 // what the row holds.
 __device__ __forceinline__ float softmax_new_max(bool first, float m, float mx) { return first ? mx : fmaxf(m, mx); }
 __device__ __forceinline__ float softmax_alpha(bool active, bool first, float m, float m_new) {
-  return active ? (first ? 0.0f : fixed_expf(m - m_new)) : 1.0f;
+  return active ? (first ? 0.0f : attn_exp2(m - m_new)) : 1.0f;
 }
 // The exponential of masked score x (0 for a masked column or an inactive row).
 __device__ __forceinline__ float softmax_exp(bool active, float x, float m_new) {
-  return (active && x != -INFINITY) ? fixed_expf(x - m_new) : 0.0f;
+  return (active && x != -INFINITY) ? attn_exp2(x - m_new) : 0.0f;
 }
 // The row's statistics after a sub-block whose exponentials sum to `sum` (the whole quad's).
 __device__ __forceinline__ void softmax_update(bool active, float alpha, float m_new, float sum, float& m, float& l,
@@ -414,8 +429,10 @@ __device__ __forceinline__ void attend_sub_block(uint32_t q_s, int q_row0, uint3
   attend_values<HD>(vb_s, rows, sc, alpha, o);
 }
 
+// At head_dim 64 ptxas's own register target (168, three blocks per SM) spills; two blocks per SM
+// give it room (202, none). At 128 it takes 254 with no bound (0), and spills under a bound of 1.
 template <int HD>
-__global__ void __launch_bounds__(kAttnThreads) attention_kernel(AttnParams P) {
+__global__ void __launch_bounds__(kAttnThreads, HD == 64 ? 2 : 0) attention_kernel(AttnParams P) {
   constexpr int CH = HD / 8;   // 16-byte chunks per row
   constexpr int NTD = HD / 8;  // n8 tiles over head_dim
   constexpr int KV_BYTES = kAttnKeys * HD * 2;

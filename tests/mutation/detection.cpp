@@ -61,6 +61,7 @@ GateOutcome run_gate(const Backend& backend, int threads) {
 Detection detect(const Backend& real, const Mutant& mutant, int gate_threads) {
   Detection d;
   d.source = mutant.name;
+  d.gate_marginal = mutant.gate_marginal;
   const Backend& planted = mutant_backend(real, mutant.source);
   SweepOptions options;
   options.stop_at_first_difference = true;
@@ -83,8 +84,20 @@ Detection detect(const Backend& real, const Mutant& mutant, int gate_threads) {
   return d;
 }
 
+std::string detection_misses(const Mutant& mutant, const Detection& d) {
+  const std::string what = absl::StrCat(mutant.name, " (", mutant.description, ")");
+  if (mutant.gate_marginal) {
+    return d.ops_caught ? "" : absl::StrCat(what, " missed by the op sweep: ", d.sweep_detail);
+  }
+  std::string out;
+  if (!d.sweep_caught) absl::StrAppend(&out, what, " missed by the sweep: ", d.sweep_detail, "\n");
+  if (!d.gate_caught) absl::StrAppend(&out, what, " missed by the gate: ", d.gate_detail, "\n");
+  return out;
+}
+
 std::string detection_table(const std::string& backend_id, const std::vector<Detection>& rows) {
   auto mark = [](bool caught) { return caught ? "caught" : "MISSED"; };
+  auto gate_mark = [](const Detection& d) { return d.gate_caught ? "caught" : d.gate_marginal ? "marginal" : "MISSED"; };
   auto seen = [](bool caught) { return caught ? "caught" : "-"; };  // one sweep of the two
   std::string out = absl::StrFormat(
       "mutation detection table, backend %s (sweep = engine or op sweep; gate = golden check)\n", backend_id);
@@ -94,7 +107,7 @@ std::string detection_table(const std::string& backend_id, const std::vector<Det
                          std::string(10, '-'), std::string(10, '-'));
   for (const Detection& d : rows) {
     out += absl::StrFormat("| %-20s | %-12s | %-8s | %-8s | %-8s |\n", d.source, seen(d.engine_caught),
-                           seen(d.ops_caught), mark(d.sweep_caught), mark(d.gate_caught));
+                           seen(d.ops_caught), mark(d.sweep_caught), gate_mark(d));
   }
   for (const Detection& d : rows) {
     out += absl::StrFormat("  %s\n    sweep: %s\n    gate:  %s\n", d.source, d.sweep_detail, d.gate_detail);

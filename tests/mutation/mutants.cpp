@@ -262,7 +262,8 @@ const std::vector<Mutant>& all_mutants() {
   using V = VarianceSource;
   static const std::vector<Mutant> kAll = {
       {V::kSplitKByM, "split-K by M", "linear: K split into plan_matmul(default, M).split_k parts"},
-      {V::kRmsNormSplitFewRows, "rmsnorm split rows", "rmsnorm: rows split into parts when rows are few"},
+      {V::kRmsNormSplitFewRows, "rmsnorm split rows", "rmsnorm: rows split into parts when rows are few",
+       /*gate_marginal=*/true},
       {V::kAttentionSplitCount, "split-KV count", "attention: split COUNT chosen from the batch"},
       {V::kSeparateNewKeys, "cached/new apart", "attention: prefill reduces cached and new keys apart"},
       {V::kUnalignedSplits, "unaligned splits", "attention: split boundaries at the chunk start"},

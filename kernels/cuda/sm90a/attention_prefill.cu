@@ -186,7 +186,7 @@ __device__ __forceinline__ void zero_accumulators(float (&sc)[8][4]) {
 //  - No masking: it would replace no score (every column is in range and every row active).
 //  - p = exp(x - mu) with mu = m_new, or +0 where m_new = -inf, without attend_softmax's
 //    per-score select (x != -inf ? exp(x - m_new) : 0). Same bits: x = -inf gives x - mu = -inf
-//    (mu finite or +inf), whose fixed_expf is +0; m_new = -inf means no score above -inf, so x is
+//    (mu finite or +inf), whose attn_exp2 is +0; m_new = -inf means no score above -inf, so x is
 //    -inf (exp(-inf - 0) = +0) or NaN (NaN either way).
 struct InteriorMax {
   float m_new[2], mu[2];
@@ -207,7 +207,7 @@ __device__ __forceinline__ InteriorMax interior_max(float scale, float (&sc)[8][
         mx = fmaxf(mx, x);
       }
     r.m_new[h] = softmax_new_max(first[h], m[h], quad_max(mx));
-    alpha[h] = first[h] ? 0.0f : fixed_expf(m[h] - r.m_new[h]);
+    alpha[h] = first[h] ? 0.0f : attn_exp2(m[h] - r.m_new[h]);
     r.mu[h] = r.m_new[h] == -INFINITY ? 0.0f : r.m_new[h];
   }
   return r;
@@ -222,7 +222,7 @@ __device__ __forceinline__ void interior_exp_sum(const InteriorMax& r, float (&s
     for (int nt = 0; nt < 8; ++nt)
 #pragma unroll
       for (int e = 0; e < 2; ++e) {
-        const float p = fixed_expf(sc[nt][2 * h + e] - r.mu[h]);
+        const float p = attn_exp2(sc[nt][2 * h + e] - r.mu[h]);
         sc[nt][2 * h + e] = p;
         sum = sum + p;
       }
