@@ -34,11 +34,11 @@ struct Mutant {
   std::string description;  // what it plants
   // The source changes a bit only where a changed fp32 rounding also moves a bf16 one, which the
   // tiny model's data reaches too rarely for the scenario gate to be sure of it: on CUDA, rmsnorm
-  // split into 2, 4 or 8 parts changes the fp32 sum of squares of 34% of the model's 258 embedding
-  // rows (the layer-0 norm's input) and the inverse rms of 15%, but no bf16 output of any of them (an
-  // inverse one ulp off moves an output element's rounding with probability ~2^-16). Such a source must be caught by
-  // the op sweep (its sensitive rows sit next to a bf16 boundary); its gate result is reported, not
-  // required (docs/DESIGN.md, "Sensitivity").
+  // split into 2, 4 or 8 parts changes the fp32 sum of squares in 34% of the 774 (row, part count)
+  // pairs of the model's 258 embedding rows (the layer-0 norm's input) and the inverse rms in 15%,
+  // but no bf16 output in any (an inverse one ulp off moves an output element's rounding with
+  // probability ~2^-16). Such a source must be caught by the op sweep (its sensitive rows sit next
+  // to a bf16 boundary); its gate result is reported, not required (docs/DESIGN.md, "Sensitivity").
   bool gate_marginal = false;
 };
 
