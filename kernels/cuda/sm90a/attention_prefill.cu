@@ -59,6 +59,11 @@ struct PrefillLayout {
   static constexpr int kBars = kTotals + HD / 2 * kConsumerThreads * 4;
   static_assert(kTotals % 16 == 0, "the totals are read and written 16 bytes at a time");
   static constexpr int kBytes = kBars + 16 * kStages + 1024;  // + room to align the base to 1024
+  // Ring stage and mbarrier phase parity of sub-block number i (unsigned, a power-of-two stage
+  // count: a mask and a shift).
+  static_assert((kStages & (kStages - 1)) == 0, "stage and parity by mask and shift");
+  static __device__ __forceinline__ uint32_t stage(int i) { return uint32_t(i) % kStages; }
+  static __device__ __forceinline__ uint32_t parity(int i) { return (uint32_t(i) / kStages) & 1u; }
 };
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -133,19 +138,19 @@ __device__ __forceinline__ void produce(const AttnParams& P, const TileInfo& t, 
   int n = 0, handed = 0;
   auto hand_over = [&] {  // this lane's copies of sub-block `handed` have landed: to wgmma
     fence_proxy_async();
-    mbar_arrive(full + 8 * (handed % L::kStages));
+    mbar_arrive(full + 8 * L::stage(handed));
     ++handed;
   };
   walk(
       P, t, [](int) {},
       [&](int64_t sb0, bool from_new, bool) {
-        const int s = n % L::kStages;
+        const int s = L::stage(n);
         // Warp w copies keys sb0 + 16w .. + 15 (lane l and l + 16 resolve key 16w + l % 16; the
         // block-table read overlaps the wait for the stage), each pass kRowsPerPass rows of
         // 16-byte chunks.
         const KeyRow mine =
             resolve_key_row(P, t.table, t.s, g, HD, t.qs, t.cached, t.context, from_new, sb0 + 16 * warp + (lane & 15));
-        mbar_wait(empty + 8 * s, ((n / L::kStages) & 1) ^ 1);
+        mbar_wait(empty + 8 * s, L::parity(n) ^ 1u);
         const uint32_t k_st = ring + s * L::kStageBytes, v_st = k_st + L::kTileBytes;
 #pragma unroll
         for (int i = 0; i < kPasses; ++i) {
@@ -168,16 +173,6 @@ __device__ __forceinline__ void produce(const AttnParams& P, const TileInfo& t, 
   while (handed < n) hand_over();
 }
 
-// +0 into each score accumulator, each by its own instruction: zeros copied from one register
-// make ptxas wait for the P V products still in flight before the scores' wgmma (warning C7517),
-// which would undo the overlap below.
-__device__ __forceinline__ void zero_accumulators(float (&sc)[8][4]) {
-#pragma unroll
-  for (int nt = 0; nt < 8; ++nt)
-#pragma unroll
-    for (int e = 0; e < 4; ++e) asm volatile("mov.b32 %0, 0;\n" : "=f"(sc[nt][e]));
-}
-
 // attend_softmax<2> (attention_kernel.cuh) for a sub-block that lies inside the key range of
 // every row of the warp (all but the sub-blocks at a segment's edges and on the causal diagonal):
 // the same roundings in the same order (the gpu tests compare this kernel with the 64-row kernel
@@ -191,22 +186,34 @@ __device__ __forceinline__ void zero_accumulators(float (&sc)[8][4]) {
 struct InteriorMax {
   float m_new[2], mu[2];
 };
+// Both phases work on the two rows (h) of a thread side by side and take maxima as trees: the
+// kernel runs two consumer warps per scheduler, so its time goes to waiting on chains of dependent
+// instructions (ncu: "wait" the first stall reason) more than to issuing them. A max is exact in any
+// order (a +0 / -0 tie could only change m's sign, which enters the bits only through exponentials
+// of differences); the sums keep attend_softmax's order, each row its own chain.
 // Phase 1: scaled scores, the running max, alpha.
 __device__ __forceinline__ InteriorMax interior_max(float scale, float (&sc)[8][4], float (&alpha)[2],
                                                    const float (&m)[2], const bool (&first)[2]) {
   InteriorMax r;
+  float mx[2][8];
+#pragma unroll
+  for (int nt = 0; nt < 8; ++nt)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      sc[nt][2 * h] = sc[nt][2 * h] * scale;
+      sc[nt][2 * h + 1] = sc[nt][2 * h + 1] * scale;
+      mx[h][nt] = fmaxf(sc[nt][2 * h], sc[nt][2 * h + 1]);
+    }
+#pragma unroll
+  for (int w = 4; w >= 1; w /= 2)
+#pragma unroll
+    for (int i = 0; i < w; ++i)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) mx[h][i] = fmaxf(mx[h][i], mx[h][i + w]);
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
-    float mx = -INFINITY;
-#pragma unroll
-    for (int nt = 0; nt < 8; ++nt)
-#pragma unroll
-      for (int e = 0; e < 2; ++e) {
-        const float x = sc[nt][2 * h + e] * scale;
-        sc[nt][2 * h + e] = x;
-        mx = fmaxf(mx, x);
-      }
-    r.m_new[h] = softmax_new_max(first[h], m[h], quad_max(mx));
+    // fmaxf with -inf: the chain's start, so that a thread whose scores are all NaN gives -inf too
+    r.m_new[h] = softmax_new_max(first[h], m[h], quad_max(fmaxf(-INFINITY, mx[h][0])));
     alpha[h] = first[h] ? 0.0f : attn_exp2(m[h] - r.m_new[h]);
     r.mu[h] = r.m_new[h] == -INFINITY ? 0.0f : r.m_new[h];
   }
@@ -215,19 +222,19 @@ __device__ __forceinline__ InteriorMax interior_max(float scale, float (&sc)[8][
 // Phase 2: the exponentials in place of the scores, their sum, the row state.
 __device__ __forceinline__ void interior_exp_sum(const InteriorMax& r, float (&sc)[8][4], const float (&alpha)[2],
                                                  float (&m)[2], float (&l)[2], bool (&first)[2]) {
+  float sum[2] = {0.0f, 0.0f};
 #pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    float sum = 0.0f;
+  for (int nt = 0; nt < 8; ++nt)
 #pragma unroll
-    for (int nt = 0; nt < 8; ++nt)
+    for (int e = 0; e < 2; ++e)
 #pragma unroll
-      for (int e = 0; e < 2; ++e) {
+      for (int h = 0; h < 2; ++h) {
         const float p = attn_exp2(sc[nt][2 * h + e] - r.mu[h]);
         sc[nt][2 * h + e] = p;
-        sum = sum + p;
+        sum[h] = sum[h] + p;
       }
-    softmax_update(true, alpha[h], r.m_new[h], quad_sum(sum), m[h], l[h], first[h]);
-  }
+#pragma unroll
+  for (int h = 0; h < 2; ++h) softmax_update(true, alpha[h], r.m_new[h], quad_sum(sum[h]), m[h], l[h], first[h]);
 }
 
 template <int HD, bool kPlanted>
@@ -235,8 +242,13 @@ __device__ __forceinline__ void consume(const AttnParams& P, const TileInfo& t, 
                                         uint32_t full, uint32_t empty) {
   using L = PrefillLayout<HD>;
   constexpr int CH = HD / 8, NTD = HD / 8;
-  const int tid = threadIdx.x, wg = tid / 128, lane = tid & 31, warp = (tid / 32) & 3;
+  // wg through lane 0: the compiler then knows it is the same in the whole warp and keeps what is
+  // computed from it (the shared-memory descriptors below) in uniform registers, as wgmma reads them.
+  const int tid = threadIdx.x, wg = __shfl_sync(0xffffffffu, tid / 128, 0), lane = tid & 31, warp = (tid / 32) & 3;
   const uint32_t q_s = base + wg * L::kTileBytes, ring = base + L::kRing;
+  const uint64_t q_desc = smem_desc(q_s), k_desc0 = smem_desc(ring), v_desc0 = smem_desc_mn(ring + L::kTileBytes, 8192);
+  // Ring stage of sub-block number i through lane 0 too, for the descriptors.
+  auto stage_of = [](int i) { return int(__shfl_sync(0xffffffffu, L::stage(i), 0)); };
 
   // This warpgroup's Q rows (zeros beyond nrows).
   for (int c = tid % 128; c < 64 * CH; c += 128) {
@@ -264,8 +276,8 @@ __device__ __forceinline__ void consume(const AttnParams& P, const TileInfo& t, 
     pos[h] = r < t.nrows ? t.cached + (t.row0 + r) / t.group : -1;
   }
   float o[NTD][4];
-  float tot_m[2] = {0.0f, 0.0f}, tot_l[2] = {0.0f, 0.0f}, m[2], l[2];
-  bool has_total[2] = {false, false}, first[2];
+  float tot_m[2] = {0.0f, 0.0f}, tot_l[2] = {0.0f, 0.0f}, m[2] = {0.0f, 0.0f}, l[2] = {0.0f, 0.0f};
+  bool has_total[2] = {false, false}, first[2] = {true, true};  // (set again at each segment's start)
   SegRange rg[2];
   auto total = [&](int nt) -> float4& { return reinterpret_cast<float4*>(totals)[nt * kConsumerThreads + tid]; };
 #pragma unroll
@@ -288,20 +300,31 @@ __device__ __forceinline__ void consume(const AttnParams& P, const TileInfo& t, 
     pending_stage = -1;
   };
   // S = Q K^T of sub-block number i into sc, issued in this warpgroup's turn, left in flight.
+  // (Its first k16 step overwrites the accumulators: sc_next's values are never read, they are
+  // defined here once for the compiler's sake. A second buffer instead of the copy below, the
+  // sub-blocks alternating between the two, spilled at head_dim 128: the softmax cannot work in a
+  // buffer that a wgmma writes (ptxas serialises every wgmma, C7515), so it held a third.)
   float sc_next[8][4];
+#pragma unroll
+  for (int nt = 0; nt < 8; ++nt)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) sc_next[nt][e] = 0.0f;
   auto issue_scores = [&](float(&sc)[8][4], int i) {
-    const int s = i % L::kStages;
-    const uint32_t k_st = ring + s * L::kStageBytes;
-    zero_accumulators(sc);
+    const int s = stage_of(i);
+    const uint64_t k_desc = desc_advance(k_desc0, s * L::kStageBytes);
     float(&scf)[32] = reinterpret_cast<float(&)[32]>(sc);
-    mbar_wait(full + 8 * s, (i / L::kStages) & 1);
+    mbar_wait(full + 8 * s, L::parity(i));
     named_barrier_sync(3 + wg, 256);
     wgmma_fence();
 #pragma unroll
     for (int step = 0; step < HD / 16; ++step) {
       const int kk = kPlanted ? HD / 16 - 1 - step : step;
       const uint32_t off = (kk >> 2) * 8192 + (kk & 3) * 32;
-      wgmma_m64k16<64>(scf, smem_desc(q_s + off), smem_desc(k_st + off));
+      if (step == 0) {  // (a zero score's sign changes no bit: scores enter as maxima and x - m)
+        wgmma_m64n64k16_overwrite(scf, desc_advance(q_desc, off), desc_advance(k_desc, off));
+      } else {
+        wgmma_m64k16<64>(scf, desc_advance(q_desc, off), desc_advance(k_desc, off));
+      }
     }
     wgmma_commit();
     named_barrier_arrive(3 + (1 - wg), 256);
@@ -321,8 +344,8 @@ __device__ __forceinline__ void consume(const AttnParams& P, const TileInfo& t, 
           for (int e = 0; e < 4; ++e) o[nt][e] = 0.0f;
       },
       [&](int64_t sb0, bool, bool last) {
-        const int s = n % L::kStages;
-        const uint32_t v_st = ring + s * L::kStageBytes + L::kTileBytes;
+        const int s = stage_of(n);
+        const uint64_t v_desc = desc_advance(v_desc0, s * L::kStageBytes);
         bool active[2], inside = true;
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
@@ -378,7 +401,7 @@ __device__ __forceinline__ void consume(const AttnParams& P, const TileInfo& t, 
         float(&of)[HD / 2] = reinterpret_cast<float(&)[HD / 2]>(o);
         wgmma_fence();
 #pragma unroll
-        for (int kk = 0; kk < 4; ++kk) wgmma_m64k16_rs_mn<HD>(of, a[kk], smem_desc_mn(v_st + kk * 2048, 8192));
+        for (int kk = 0; kk < 4; ++kk) wgmma_m64k16_rs_mn<HD>(of, a[kk], desc_advance(v_desc, kk * 2048));
         wgmma_commit();
         pending_stage = s;
         ++n;
