@@ -131,9 +131,12 @@ __device__ __forceinline__ void produce(const AttnParams& P, const TileInfo& t, 
                                         uint32_t empty) {
   using L = PrefillLayout<HD>;
   constexpr int CH = HD / 8, kRowsPerPass = 32 / CH, kPasses = 16 / kRowsPerPass;
-  // Sub-blocks whose copies may be in flight at once: all stages but one (the stage being refilled
-  // next waits for the consumers, who wait for the oldest in flight).
-  constexpr int kInFlight = L::kStages - 1;
+  // Sub-blocks whose copies may be in flight before the oldest is waited for and handed over: two,
+  // so that a sub-block goes to the consumers once the next one's copies are issued. With all stages
+  // but one (3 at head_dim 128), the hand-over waited for a stage that the consumers release only
+  // just before they need the sub-block: their full-barrier waits retried ~15 times each, and the
+  // kernel took 1.03-1.05x the time (H200, bench/cuda/NOTES.md).
+  constexpr int kInFlight = 2;
   const int lane = threadIdx.x & 31, ch = lane % CH, warp = (threadIdx.x / 32) & 3;
   int n = 0, handed = 0;
   auto hand_over = [&] {  // this lane's copies of sub-block `handed` have landed: to wgmma
