@@ -152,15 +152,19 @@ __device__ __forceinline__ float fold_value(bool has_total, float total, float a
 }
 // Folds the segment partial (o, m, l) of this lane's row half h (accumulator entries 2h, 2h + 1)
 // into the row's running total (ot, tot_m, tot_l), in segment order.
-template <int NTD>
+// kTotalStartsAtNegativeZero: ot holds -0 until the row's first fold, so that fold (a = 0, b = 1)
+// is fma(v, 1, -0 * 0) = v exactly, -0 included: fold_value's bits without its per-value choice
+// (which made the compiler copy o at the wgmma prefill's segment ends).
+template <int NTD, bool kTotalStartsAtNegativeZero = false>
 __device__ __forceinline__ void fold_row_partial(int h, const float (&o)[NTD][4], float m, float l,
                                                  float (&ot)[NTD][4], float& tot_m, float& tot_l, bool& has_total) {
   float new_m, a, b;
   fold_scales(has_total, tot_m, m, &new_m, &a, &b);
+  const bool has = kTotalStartsAtNegativeZero || has_total;
 #pragma unroll
   for (int nt = 0; nt < NTD; ++nt) {
-    ot[nt][2 * h] = fold_value(has_total, ot[nt][2 * h], a, o[nt][2 * h], b);
-    ot[nt][2 * h + 1] = fold_value(has_total, ot[nt][2 * h + 1], a, o[nt][2 * h + 1], b);
+    ot[nt][2 * h] = fold_value(has, ot[nt][2 * h], a, o[nt][2 * h], b);
+    ot[nt][2 * h + 1] = fold_value(has, ot[nt][2 * h + 1], a, o[nt][2 * h + 1], b);
   }
   tot_l = fold_value(has_total, tot_l, a, l, b);
   tot_m = new_m;

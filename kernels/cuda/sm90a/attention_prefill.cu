@@ -284,7 +284,7 @@ __device__ __forceinline__ void consume(const AttnParams& P, const TileInfo& t, 
   SegRange rg[2];
   auto total = [&](int nt) -> float4& { return reinterpret_cast<float4*>(totals)[nt * kConsumerThreads + tid]; };
 #pragma unroll
-  for (int nt = 0; nt < NTD; ++nt) total(nt) = make_float4(-0.0f, -0.0f, -0.0f, -0.0f);  // (the fold's first step)
+  for (int nt = 0; nt < NTD; ++nt) total(nt) = make_float4(-0.0f, -0.0f, -0.0f, -0.0f);  // (fold_row_partial)
   int n = 0, pending_stage = -1;
   bool scores_issued = false;  // this sub-block's scores were issued under the previous one's softmax
   uint32_t a[4][4];  // P (bf16 pairs), the A operand of the P V products: read until they retire
@@ -421,23 +421,12 @@ __device__ __forceinline__ void consume(const AttnParams& P, const TileInfo& t, 
           ot[nt][2] = v.z;
           ot[nt][3] = v.w;
         }
+        // Where every row of the warp folds, without a branch per row; the totals start at -0.
         const bool folds[2] = {pos[0] >= 0 && !first[0], pos[1] >= 0 && !first[1]};
         if (__all_sync(0xffffffffu, folds[0] && folds[1])) {
-          // Every row of the warp folds: fold_row_partial without its per-value choice. A row's
-          // first fold (a = 0, b = 1) onto its total's initial -0 gives fma(v, 1, -0 * 0) = v
-          // exactly, -0 included: the same bits as fold_value's "return v".
 #pragma unroll
           for (int h = 0; h < 2; ++h) {
-            float new_m, a, b;
-            fold_scales(has_total[h], tot_m[h], m[h], &new_m, &a, &b);
-#pragma unroll
-            for (int nt = 0; nt < NTD; ++nt) {
-              ot[nt][2 * h] = __fmaf_rn(o[nt][2 * h], b, ot[nt][2 * h] * a);
-              ot[nt][2 * h + 1] = __fmaf_rn(o[nt][2 * h + 1], b, ot[nt][2 * h + 1] * a);
-            }
-            tot_l[h] = fold_value(has_total[h], tot_l[h], a, l[h], b);
-            tot_m[h] = new_m;
-            has_total[h] = true;
+            fold_row_partial<NTD, true>(h, o, m[h], l[h], ot, tot_m[h], tot_l[h], has_total[h]);
           }
         } else {
 #pragma unroll
