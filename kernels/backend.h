@@ -123,6 +123,9 @@ void register_backend(const std::string& name, const Backend* backend);
 // 5: CUDA attention's softmax in log2 units with the SFU's ex2 (attn_exp2) in place of fixed_expf,
 // two instructions per score instead of ~20, and the segment fold's O*a + o*b as one fma after the
 // product (every CUDA attention output changes; CPU bits unchanged).
-inline constexpr int kKernelSetVersion = 5;
+// 6: CUDA attention's exponentials as ex2(fma(s, scale, -m)) on the unscaled scores, the row max
+// taken before scaling (the same value: rounding is monotone), one rounding instead of two and no
+// multiply per score (every CUDA attention output changes; CPU bits unchanged).
+inline constexpr int kKernelSetVersion = 6;
 
 }  // namespace samebits

@@ -9,9 +9,10 @@
 //     and [cached, p] from this step's k_new/v_new, two partials.
 // Order inside one segment, per (query, q head) row: keys in sub-blocks of 64 aligned to absolute
 // positions (0, 64, 128, ...), visiting only sub-blocks that hold keys of the row's range; per
-// sub-block: s = (q . k via mma.sync m16n8k16, fp32) * scale2, scale2 = fp32(scale * log2(e))
-// (scores in log2 units); m_blk = max over the row's keys; m' = max(m, m_blk); alpha = ex2(m - m')
-// (0 on the row's first sub-block); e_j = ex2(s_j - m'); l = l*alpha + sum(e) (sum: each lane over
+// sub-block: s = q . k via mma.sync m16n8k16 (fp32), scale2 = fp32(scale * log2(e)) (log2 units);
+// m_blk = (max over the row's keys of s) * scale2 (= the max of the scaled scores: rounding is
+// monotone); m' = max(m, m_blk); alpha = ex2(m - m') (0 on the row's first sub-block);
+// e_j = ex2(fma(s_j, scale2, -m')) (one rounding); l = l*alpha + sum(e) (sum: each lane over
 // its 16 columns in order, then lanes xor 1, xor 2); o = o*alpha + bf16(e) . v (mma.sync). ex2 is
 // the SFU's ex2.approx.ftz (attn_exp2, attention_kernel.cuh). A row's bits depend only on its q
 // and its keys: rows never share a reduction, and sub-blocks outside its range leave it untouched.

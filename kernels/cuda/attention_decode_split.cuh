@@ -160,7 +160,7 @@ __global__ void __launch_bounds__(32 * kSplitWarps, 1) attention_decode_split_ke
       const uint32_t k_rows = wait_item();
       if (any) {
         // Keys 16w .. 16w + 15 (n8 tiles 2w, 2w + 1): key pair 0 of the rows from 16w (the swizzle
-        // depends on key & 7), masked and scaled, and each row's max over them.
+        // depends on key & 7), masked, and each row's max over them (scaled once it is known).
         attend_score_keys<HD, kHalves, 0, 1>(q_s, 0, k_rows + warp * kKeysPerWarp * HD * 2, SwizzledRows<HD>{}, sc);
         int col_lo, col_hi;
         softmax_columns(sb0, cur.rg[0], &col_lo, &col_hi);
@@ -169,7 +169,7 @@ __global__ void __launch_bounds__(32 * kSplitWarps, 1) attention_decode_split_ke
         for (int j = 0; j < 2; ++j)
 #pragma unroll
           for (int e = 0; e < 2; ++e) {
-            sc[j][e] = softmax_masked(sc[j][e], (2 * warp + j) * 8 + (lane & 3) * 2 + e, col_lo, col_hi, P.scale);
+            sc[j][e] = softmax_masked(sc[j][e], (2 * warp + j) * 8 + (lane & 3) * 2 + e, col_lo, col_hi);
             mx = fmaxf(mx, sc[j][e]);
           }
         mx = quad_max(mx);
@@ -180,11 +180,12 @@ __global__ void __launch_bounds__(32 * kSplitWarps, 1) attention_decode_split_ke
         float mx = row_max[lane / 4];
 #pragma unroll
         for (int w = 1; w < kSplitWarps; ++w) mx = fmaxf(mx, row_max[w * 8 + lane / 4]);
-        m_new = softmax_new_max(first[0], m[0], mx);
+        m_new = softmax_new_max(first[0], m[0], softmax_scaled_max(mx, P.scale));
         alpha[0] = softmax_alpha(active[0], first[0], m[0], m_new);
 #pragma unroll
         for (int j = 0; j < 2; ++j) {
-          const float p0 = softmax_exp(active[0], sc[j][0], m_new), p1 = softmax_exp(active[0], sc[j][1], m_new);
+          const float p0 = softmax_exp(active[0], sc[j][0], P.scale, m_new);
+          const float p1 = softmax_exp(active[0], sc[j][1], P.scale, m_new);
           *reinterpret_cast<float2*>(scores + ((2 * warp + j) * 32 + lane) * 2) = make_float2(p0, p1);
         }
       }

@@ -115,8 +115,9 @@ __device__ __forceinline__ const bf16* shfl_row_source(const bf16* src, int from
   return reinterpret_cast<const bf16*>(__shfl_sync(0xffffffffu, reinterpret_cast<long long>(src), from));
 }
 
-// The softmax's exponential on CUDA: 2^x by the SFU (ex2.approx.ftz.f32), for x a difference of
-// scores already in log2 units (AttnParams::scale holds scale * log2(e)). Two instructions per
+// The softmax's exponential on CUDA: 2^x by the SFU (ex2.approx.ftz.f32), for x a score in log2
+// units less the row's max (AttnParams::scale holds scale * log2(e); fma(s, scale, -m), one
+// rounding, softmax_exp), or a difference of maxima (alpha, the fold's scales). Two instructions per
 // score where fixed_expf takes ~20, which bounded the wgmma prefill's rate (bench/cuda/NOTES.md).
 // The SFU's result is a fixed function of its input on a given architecture, so every CUDA
 // attention kernel (decode, prefill, merge) gives the same bits through it, as the invariance
@@ -239,10 +240,14 @@ __device__ __forceinline__ void softmax_columns(int64_t sb0, const SegRange& rg,
   *lo = int(min(max(rg.begin - sb0, int64_t(0)), int64_t(kAttnKeys)));
   *hi = int(min(max(rg.end - sb0, int64_t(0)), int64_t(kAttnKeys)));
 }
-// Score s of column col, scaled; -inf outside [lo, hi) whatever s holds.
-__device__ __forceinline__ float softmax_masked(float s, int col, int lo, int hi, float scale) {
-  return col >= lo && col < hi ? s * scale : -INFINITY;
+// Score s of column col as it came from the products (not yet scaled); -inf outside [lo, hi)
+// whatever s holds.
+__device__ __forceinline__ float softmax_masked(float s, int col, int lo, int hi) {
+  return col >= lo && col < hi ? s : -INFINITY;
 }
+// The row's max in log2 units from the max of its unscaled scores: the max of the scaled scores
+// exactly, since rounding is monotone and scale > 0 (one multiply per row instead of one per score).
+__device__ __forceinline__ float softmax_scaled_max(float mx, float scale) { return mx * scale; }
 // A row's max or sum over the four lanes of its quad (each lane's own first).
 __device__ __forceinline__ float quad_max(float x) {
   x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 1));
@@ -258,9 +263,10 @@ __device__ __forceinline__ float softmax_new_max(bool first, float m, float mx) 
 __device__ __forceinline__ float softmax_alpha(bool active, bool first, float m, float m_new) {
   return active ? (first ? 0.0f : attn_exp2(m - m_new)) : 1.0f;
 }
-// The exponential of masked score x (0 for a masked column or an inactive row).
-__device__ __forceinline__ float softmax_exp(bool active, float x, float m_new) {
-  return (active && x != -INFINITY) ? attn_exp2(x - m_new) : 0.0f;
+// The exponential of masked unscaled score s (0 for a masked column or an inactive row):
+// 2^(s * scale - m_new) with one rounding, fma(s, scale, -m_new), before the SFU's ex2.
+__device__ __forceinline__ float softmax_exp(bool active, float s, float scale, float m_new) {
+  return (active && s != -INFINITY) ? attn_exp2(__fmaf_rn(s, scale, -m_new)) : 0.0f;
 }
 // The row's statistics after a sub-block whose exponentials sum to `sum` (the whole quad's).
 __device__ __forceinline__ void softmax_update(bool active, float alpha, float m_new, float sum, float& m, float& l,
@@ -309,11 +315,11 @@ __device__ __forceinline__ void attend_softmax(int64_t sb0, const SegRange (&rg)
     for (int nt = 0; nt < 8; ++nt)
 #pragma unroll
       for (int e = 0; e < 2; ++e) {
-        const float x = softmax_masked(sc[nt][2 * h + e], nt * 8 + (lane & 3) * 2 + e, col_lo, col_hi, scale);
+        const float x = softmax_masked(sc[nt][2 * h + e], nt * 8 + (lane & 3) * 2 + e, col_lo, col_hi);
         sc[nt][2 * h + e] = x;
         mx = fmaxf(mx, x);
       }
-    const float m_new = softmax_new_max(first[h], m[h], quad_max(mx));
+    const float m_new = softmax_new_max(first[h], m[h], softmax_scaled_max(quad_max(mx), scale));
     alpha[h] = softmax_alpha(active[h], first[h], m[h], m_new);
     float sum = 0.0f;
     if constexpr (kExps != kExpsOwn) {
@@ -328,7 +334,7 @@ __device__ __forceinline__ void attend_softmax(int64_t sb0, const SegRange (&rg)
 #pragma unroll
       for (int j = 0; j < 8; ++j) {
         const float theirs = __shfl_xor_sync(0xffffffffu, sc[4 + j / 2][j % 2], 16);
-        p[j] = softmax_exp(act_use, owner ? sc[j / 2][j % 2] : theirs, m_use);
+        p[j] = softmax_exp(act_use, owner ? sc[j / 2][j % 2] : theirs, scale, m_use);
       }
 #pragma unroll
       for (int j = 0; j < 8; ++j) {
@@ -345,7 +351,7 @@ __device__ __forceinline__ void attend_softmax(int64_t sb0, const SegRange (&rg)
       for (int nt = 0; nt < 8; ++nt)
 #pragma unroll
         for (int e = 0; e < 2; ++e) {
-          const float p = softmax_exp(active[h], sc[nt][2 * h + e], m_new);
+          const float p = softmax_exp(active[h], sc[nt][2 * h + e], scale, m_new);
           sc[nt][2 * h + e] = p;
           sum = sum + p;
         }

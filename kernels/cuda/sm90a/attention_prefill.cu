@@ -182,31 +182,28 @@ __device__ __forceinline__ void produce(const AttnParams& P, const TileInfo& t, 
 // bit for bit), in fewer instructions per score, in two phases so that the caller can rescale o
 // (by alpha, known after the first) before it issues the next wgmma.
 //  - No masking: it would replace no score (every column is in range and every row active).
-//  - p = exp(x - mu) with mu = m_new, or +0 where m_new = -inf, without attend_softmax's
-//    per-score select (x != -inf ? exp(x - m_new) : 0). Same bits: x = -inf gives x - mu = -inf
-//    (mu finite or +inf), whose attn_exp2 is +0; m_new = -inf means no score above -inf, so x is
-//    -inf (exp(-inf - 0) = +0) or NaN (NaN either way).
+//  - p = exp2(fma(s, scale, -mu)) with mu = m_new, or +0 where m_new = -inf, without
+//    attend_softmax's per-score select (s != -inf ? exp2(fma(s, scale, -m_new)) : 0). Same bits:
+//    s = -inf gives -inf (mu finite or +inf), whose attn_exp2 is +0; m_new = -inf means no score
+//    above -inf, so s is -inf (exp2(-inf) = +0) or NaN (NaN either way).
 struct InteriorMax {
-  float m_new[2], mu[2];
+  float m_new[2], mu[2], scale;
 };
 // Both phases work on the two rows (h) of a thread side by side and take maxima as trees: the
 // kernel runs two consumer warps per scheduler, so its time goes to waiting on chains of dependent
 // instructions (ncu: "wait" the first stall reason) more than to issuing them. A max is exact in any
 // order (a +0 / -0 tie could only change m's sign, which enters the bits only through exponentials
 // of differences); the sums keep attend_softmax's order, each row its own chain.
-// Phase 1: scaled scores, the running max, alpha.
-__device__ __forceinline__ InteriorMax interior_max(float scale, float (&sc)[8][4], float (&alpha)[2],
+// Phase 1: the running max (of the unscaled scores, then scaled: softmax_scaled_max), alpha.
+__device__ __forceinline__ InteriorMax interior_max(float scale, const float (&sc)[8][4], float (&alpha)[2],
                                                    const float (&m)[2], const bool (&first)[2]) {
   InteriorMax r;
+  r.scale = scale;
   float mx[2][8];
 #pragma unroll
   for (int nt = 0; nt < 8; ++nt)
 #pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      sc[nt][2 * h] = sc[nt][2 * h] * scale;
-      sc[nt][2 * h + 1] = sc[nt][2 * h + 1] * scale;
-      mx[h][nt] = fmaxf(sc[nt][2 * h], sc[nt][2 * h + 1]);
-    }
+    for (int h = 0; h < 2; ++h) mx[h][nt] = fmaxf(sc[nt][2 * h], sc[nt][2 * h + 1]);
 #pragma unroll
   for (int w = 4; w >= 1; w /= 2)
 #pragma unroll
@@ -216,7 +213,7 @@ __device__ __forceinline__ InteriorMax interior_max(float scale, float (&sc)[8][
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
     // fmaxf with -inf: the chain's start, so that a thread whose scores are all NaN gives -inf too
-    r.m_new[h] = softmax_new_max(first[h], m[h], quad_max(fmaxf(-INFINITY, mx[h][0])));
+    r.m_new[h] = softmax_new_max(first[h], m[h], softmax_scaled_max(quad_max(fmaxf(-INFINITY, mx[h][0])), scale));
     alpha[h] = first[h] ? 0.0f : attn_exp2(m[h] - r.m_new[h]);
     r.mu[h] = r.m_new[h] == -INFINITY ? 0.0f : r.m_new[h];
   }
@@ -232,7 +229,7 @@ __device__ __forceinline__ void interior_exp_sum(const InteriorMax& r, float (&s
     for (int e = 0; e < 2; ++e)
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
-        const float p = attn_exp2(sc[nt][2 * h + e] - r.mu[h]);
+        const float p = attn_exp2(__fmaf_rn(sc[nt][2 * h + e], r.scale, -r.mu[h]));
         sc[nt][2 * h + e] = p;
         sum[h] = sum[h] + p;
       }
