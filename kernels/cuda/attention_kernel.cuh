@@ -263,10 +263,13 @@ __device__ __forceinline__ float softmax_new_max(bool first, float m, float mx) 
 __device__ __forceinline__ float softmax_alpha(bool active, bool first, float m, float m_new) {
   return active ? (first ? 0.0f : attn_exp2(m - m_new)) : 1.0f;
 }
-// The exponential of masked unscaled score s (0 for a masked column or an inactive row):
-// 2^(s * scale - m_new) with one rounding, fma(s, scale, -m_new), before the SFU's ex2.
+// 2^(s * scale - mu) for unscaled score s, with one rounding (fma) before the SFU's ex2.
+__device__ __forceinline__ float softmax_exp2_scaled(float s, float scale, float mu) {
+  return attn_exp2(__fmaf_rn(s, scale, -mu));
+}
+// The exponential of masked unscaled score s (0 for a masked column or an inactive row).
 __device__ __forceinline__ float softmax_exp(bool active, float s, float scale, float m_new) {
-  return (active && s != -INFINITY) ? attn_exp2(__fmaf_rn(s, scale, -m_new)) : 0.0f;
+  return (active && s != -INFINITY) ? softmax_exp2_scaled(s, scale, m_new) : 0.0f;
 }
 // The row's statistics after a sub-block whose exponentials sum to `sum` (the whole quad's).
 __device__ __forceinline__ void softmax_update(bool active, float alpha, float m_new, float sum, float& m, float& l,

@@ -214,7 +214,7 @@ __device__ __forceinline__ InteriorMax interior_max(float scale, const float (&s
   for (int h = 0; h < 2; ++h) {
     // fmaxf with -inf: the chain's start, so that a thread whose scores are all NaN gives -inf too
     r.m_new[h] = softmax_new_max(first[h], m[h], softmax_scaled_max(quad_max(fmaxf(-INFINITY, mx[h][0])), scale));
-    alpha[h] = first[h] ? 0.0f : attn_exp2(m[h] - r.m_new[h]);
+    alpha[h] = softmax_alpha(true, first[h], m[h], r.m_new[h]);
     r.mu[h] = r.m_new[h] == -INFINITY ? 0.0f : r.m_new[h];
   }
   return r;
@@ -229,7 +229,7 @@ __device__ __forceinline__ void interior_exp_sum(const InteriorMax& r, float (&s
     for (int e = 0; e < 2; ++e)
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
-        const float p = attn_exp2(__fmaf_rn(sc[nt][2 * h + e], r.scale, -r.mu[h]));
+        const float p = softmax_exp2_scaled(sc[nt][2 * h + e], r.scale, r.mu[h]);
         sc[nt][2 * h + e] = p;
         sum[h] = sum[h] + p;
       }
