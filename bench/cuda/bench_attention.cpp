@@ -10,7 +10,8 @@
 // 2|4|8 and decode-split-ring=4|8: the few-warps and the four-warps decode kernels with that
 // ring depth, graph replays; decode-burst-wide,
 // decode-burst-four-warps: the decode-burst rows on the decode kernel in blocks of 8 warps or of
-// at most 4;
+// at most 4; decode-burst-split-ring=4, decode-burst-chain-ring=2|4: the same rows on the
+// four-warps (split) and the few-warps (chain) decode kernels;
 // decode-split=64|128: invariant mode with another fixed split size (prefill-split=64|128|1024|8192
 // likewise: the larger ones show what the 256-key segment ends cost);
 // decode-items=4|16: default mode planned for that many items per unit instead of 8;
@@ -314,9 +315,12 @@ int main(int argc, char** argv) {
       }
     }
     // The same bursts on the decode kernel in blocks of 8 warps (kDecodeKernelWide) and of at most 4
-    // (kDecodeKernelFourWarps: two blocks per SM).
+    // (kDecodeKernelFourWarps: two blocks per SM), and on the split and chain decode kernels.
     for (auto [route, name] : {std::pair{AttentionRoute::kDecodeKernelWide, "decode-burst-wide/"},
-                               {AttentionRoute::kDecodeKernelFourWarps, "decode-burst-four-warps/"}}) {
+                               {AttentionRoute::kDecodeKernelFourWarps, "decode-burst-four-warps/"},
+                               {AttentionRoute::kDecodeSplitRing4, "decode-burst-split-ring=4/"},
+                               {AttentionRoute::kDecodeChainRing2, "decode-burst-chain-ring=2/"},
+                               {AttentionRoute::kDecodeChainRing4, "decode-burst-chain-ring=4/"}}) {
       for (int hd : {128, 64}) {
         for (int seqs : {256, 1000}) {
           const AttentionRoute r = route;

@@ -11,8 +11,11 @@
 // P V still run, and the first rows of the warp's next segment load during the last sub-block of
 // the current one. Small buffers let eight warps share an SM at head_dim 128 (six before).
 // kHalves = 1 (every decode tile of the launch holds at most 8 rows, e.g. 4 GQA heads x 1 token):
-// the mma rows 8..15 take no registers and the Q tile holds 8 rows (attend_* in
-// attention_kernel.cuh), so at head_dim 128 eight warps fit an SM (26 KiB each with kRing = 3).
+// the Q tile holds 8 rows, so at head_dim 128 eight warps fit an SM (26 KiB each with kRing = 3);
+// there the products run swapped, S^T = K Q^T and O^T += V^T P^T with the tile's rows as the mma's
+// 8 columns (attention_decode_swapped.cuh: half the mma instructions and no accumulator registers
+// for absent rows), Q held in registers and its 2 KiB of shared memory staging the scores for the
+// softmax; at head_dim 64 the mma rows 8..15 take no registers (attend_* in attention_kernel.cuh).
 // Copies (copy_half_rows): each lane first resolves one key row through the block table (key lane
 // of the half), then the rows are copied in 16-byte cp.async chunks (head_dim 128: 16 lanes per
 // row; 64: two), the row offsets passed by shuffles; keys beyond the context are zero-filled. At
@@ -36,6 +39,7 @@
 #pragma once
 #include <cstdint>
 
+#include "kernels/cuda/attention_decode_swapped.cuh"
 #include "kernels/cuda/attention_worklist.cuh"
 
 namespace samebits::cuda {
@@ -54,7 +58,13 @@ __device__ __forceinline__ void allow_dependent_launch() { asm volatile("griddep
 template <int HD, int kHalves, int kRing = kDecodeRing>
 struct DecodeLayout {
   static constexpr int kItemBytes = kHalfKeys * HD * 2;  // the K (or V) rows of half a sub-block
-  static constexpr int kQBytes = kHalves * 8 * HD * 2;   // the Q tile, rows 0..8 * kHalves - 1
+  static constexpr int kQBytes = kHalves * 8 * HD * 2;  // the Q tile, rows 0..8 * kHalves - 1
+  // Tiles of at most 8 rows at head_dim 128 take the swapped products (attention_decode_swapped.cuh),
+  // Q then held in registers and its shared memory staging the scores. At head_dim 64 they made
+  // large batches slower (H200, default mode batch 256 x 512-8192: 1.12-1.14x the time; the
+  // staging buffer is twice that Q tile) and the burst rows no faster (bench/cuda/NOTES.md).
+  static constexpr bool kSwapped = kHalves == 1 && HD == 128;
+  static_assert(!kSwapped || kQBytes >= kSwappedScoreBytes, "the scores are staged in the Q tile's place");
   static constexpr int kBytes = kQBytes + kRing * kItemBytes;
 };
 
@@ -244,6 +254,45 @@ __device__ __forceinline__ void finish_decode_segment(const AttnParams& P, const
   }
 }
 
+// finish_decode_segment for the swapped form of a tile of at most 8 rows (ot: O^T as
+// value_keys_swapped leaves it; m, l, first: the row layout's, lane / 4's row): the same values
+// written to the same places.
+template <int HD>
+__device__ __forceinline__ void finish_swapped_segment(const AttnParams& P, const DecodeGrid& grid, const DecodeTile& t,
+                                                       int c, int lane, const float (&ot)[HD / 16][4],
+                                                       const float (&m)[2], const float (&l)[2],
+                                                       const bool (&first)[2]) {
+  float l_q[2];
+  int first_q[2];
+  swapped_row_values(l[0], l_q);
+  swapped_row_values(int(first[0]), first_q);
+#pragma unroll
+  for (int j = 0; j < 2; ++j) {
+    const int r = (lane & 3) * 2 + j;
+    if (r >= t.nrows) continue;
+    if (t.nseg == 1) {
+      if (first_q[j]) continue;
+      bf16* dst = P.out + decode_row_offset<HD>(P, t, r);
+#pragma unroll
+      for (int mt = 0; mt < HD / 16; ++mt)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) dst[mt * 16 + (lane >> 2) + h * 8] = to_bf16(__fdiv_rn(ot[mt][2 * h + j], l_q[j]));
+      continue;
+    }
+    float* dst = P.partials + decode_partial_offset<HD>(P, grid, t.s, t.g, c, r);
+#pragma unroll
+    for (int mt = 0; mt < HD / 16; ++mt)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) dst[mt * 16 + (lane >> 2) + h * 8] = first_q[j] ? 0.0f : ot[mt][2 * h + j];
+  }
+  const int r = lane >> 2;
+  if (t.nseg > 1 && (lane & 3) == 0 && r < t.nrows) {
+    float* dst = P.partials + decode_partial_offset<HD>(P, grid, t.s, t.g, c, r);
+    dst[HD] = first[0] ? 0.0f : m[0];
+    dst[HD + 1] = first[0] ? 0.0f : l[0];
+  }
+}
+
 // Whether the K half of sub-block sb0 starting at key0 holds a key of [lo, hi) (else it is neither
 // copied nor multiplied), and whether the V half starting at key0 holds a key below the context.
 __device__ __forceinline__ bool k_half_needed(int64_t key0, int64_t lo, int64_t hi) {
@@ -269,6 +318,26 @@ __device__ __forceinline__ void copy_half_rows(const AttnParams& P, const Decode
   if constexpr (HD == 128) {
     constexpr int kRowsPerCopy = 32 / CH;  // key rows one warp instruction copies
     const int ch = lane % CH, sub = lane / CH;
+    // Every row from one source and each 16 keys in one run of rows (the paged cache with blocks
+    // of a multiple of 16 keys: key0 is a multiple of 32; or this step's keys): rows r and r + 2 of
+    // a run lie num_kv_heads * HD apart, so a lane steps its own address instead of receiving each
+    // row's by shuffles (ncu, the Qwen3-8B burst's decode steps: the copies were ~18% of the
+    // kernel's instructions, 150 per half sub-block). The same bytes land in the same places.
+    const int where0 = __shfl_sync(0xffffffffu, row.where, 0);
+    const bool one_run = __all_sync(0xffffffffu, row.where == where0) &&
+                         (where0 == 2 || (where0 == 1 && P.block_size % 16 == 0));
+    if (one_run) {
+      const int64_t step = int64_t(kRowsPerCopy) * P.num_kv_heads * HD;
+#pragma unroll
+      for (int run = 0; run < 2; ++run) {
+        const bf16* src = shfl_row_source(own, run * 16 + sub) + ch * 8;
+#pragma unroll
+        for (int i = 0; i < 16 / kRowsPerCopy; ++i) {
+          cp_async_16(dst + swizzled(run * 16 + i * kRowsPerCopy + sub, ch, CH), src + i * step, true);
+        }
+      }
+      return;
+    }
 #pragma unroll
     for (int i = 0; i < kHalfKeys / kRowsPerCopy; ++i) {
       const int r = i * kRowsPerCopy + sub;
@@ -365,9 +434,21 @@ __global__ void __launch_bounds__(32 * kWarps) attention_decode_kernel(AttnParam
 #pragma unroll 1
   for (int b = 0; b < kRing; ++b) issue(b);
 
+  // Tiles of at most 8 rows take the swapped products (attention_decode_swapped.cuh): Q's columns
+  // into registers once its copy (the oldest group) is in; its shared memory then stages scores.
+  constexpr bool kSwapped = L::kSwapped;
+  uint32_t qb[kSwapped ? HD / 16 : 1][2];
+  float* const staged = reinterpret_cast<float*>(smem + warp * L::kBytes);
+  if constexpr (kSwapped) {
+    cp_async_wait<kRing>();
+    __syncwarp();
+    load_q_columns<HD>(q_s, qb);
+    __syncwarp();  // every lane has read Q before scores are staged over it
+  }
+
   for (int c = blockIdx.x; c < nseg; c += gridDim.x) {
     const DecodeSegment cur = decode_segment(P, reads_new, cached, pos, c);
-    float o[NTD][4];
+    float o[kSwapped ? HD / 16 : NTD][4];  // O^T when swapped, else O
     zero_fragments(o);
     float m[2] = {0.0f, 0.0f}, l[2] = {0.0f, 0.0f};
     bool first[2] = {true, true};
@@ -376,19 +457,37 @@ __global__ void __launch_bounds__(32 * kWarps) attention_decode_kernel(AttnParam
       const int64_t sb0 = cur.sb_first + int64_t(i) * kAttnKeys;
       bool active[2];
       const bool any = sub_block_active(cur, sb0, active);
-      float sc[8][4], alpha[2];
-      zero_fragments(sc);
+      float sc[8][4], alpha[2], st[kSwapped ? 4 : 1][4], alpha_q[2];  // st: S^T (swapped)
+      if constexpr (kSwapped) {
+        zero_fragments(st);
+      } else {
+        zero_fragments(sc);
+      }
       // Parts in item order: K lo, K hi (scores), then the softmax, V lo, V hi (P V). The softmax
       // runs after K hi's buffer is released, so that the next copy is in flight meanwhile.
 #pragma unroll 1
       for (int part = 0; part < 4; ++part) {
-        if (part == 2 && any) attend_softmax<kHalves, kExps>(sb0, cur.rg, active, P.scale, sc, alpha, m, l, first);
+        if (part == 2 && any) {
+          if constexpr (kSwapped) swapped_scores_to_rows(staged, st, sc);
+          attend_softmax<kHalves, kExps>(sb0, cur.rg, active, P.scale, sc, alpha, m, l, first);
+          if constexpr (kSwapped) swapped_row_values(alpha[0], alpha_q);
+        }
         cp_async_wait<kRing - 1>();
         __syncwarp();  // the other lanes' copies (and the Q tile) are in
         const uint32_t rows = buffers + slot * L::kItemBytes;
         if (any) {
           const int64_t key0 = sb0 + kHalfKeys * (part & 1);
-          if (part == 0) {
+          if constexpr (kSwapped) {
+            if (part == 0) {
+              if (k_half_needed(key0, cur.lo, cur.hi)) score_keys_swapped<HD, 0, 2>(rows, HalfRows<HD>{}, qb, st);
+            } else if (part == 1) {
+              if (k_half_needed(key0, cur.lo, cur.hi)) score_keys_swapped<HD, 2, 4>(rows, HalfRows<HD>{}, qb, st);
+            } else if (part == 2) {
+              value_keys_swapped<HD, 0, 2, true>(rows, HalfRows<HD>{}, sc, alpha_q, o, key0 < context);
+            } else {
+              value_keys_swapped<HD, 2, 4, false>(rows, HalfRows<HD>{}, sc, alpha_q, o, key0 < context);
+            }
+          } else if (part == 0) {
             if (k_half_needed(key0, cur.lo, cur.hi)) {
               attend_score_keys<HD, kHalves, 0, 2, kScoreUnroll>(q_s, 0, rows, HalfRows<HD>{}, sc);
             }
@@ -408,7 +507,11 @@ __global__ void __launch_bounds__(32 * kWarps) attention_decode_kernel(AttnParam
       }
     }
 
-    finish_decode_segment<HD, kHalves>(P, grid, t, c, lane, o, m, l, first);
+    if constexpr (kSwapped) {
+      finish_swapped_segment<HD>(P, grid, t, c, lane, o, m, l, first);
+    } else {
+      finish_decode_segment<HD, kHalves>(P, grid, t, c, lane, o, m, l, first);
+    }
   }
   cp_async_wait<0>();  // nothing in flight when the warp leaves
 }

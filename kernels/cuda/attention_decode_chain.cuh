@@ -19,10 +19,10 @@
 // in 16-byte cp.async chunks, CH lanes per row, the row offsets passed by shuffles; keys beyond the
 // context are zero-filled. The grid is implicit, as attention_decode_kernel's, and so is the set-up
 // and the end of a segment (decode_tile_setup, finish_decode_segment; the same merge kernel).
-// kHalves = 1: tiles of at most 8 rows (the mma rows 8..15 skipped, as
-// attention_decode_kernel does). Bits: the same arithmetic (attend_score_keys, attend_softmax,
-// attend_value_keys of attention_kernel.cuh), so the same bits; gpu_tests compares every route and
-// ring depth bit for bit.
+// kHalves = 1: tiles of at most 8 rows, on the swapped products of attention_decode_swapped.cuh as
+// attention_decode_kernel's. Bits: the same arithmetic (attend_score_keys or its swapped form,
+// attend_softmax, attend_value_keys or its swapped form), so the same bits; gpu_tests compares
+// every route and ring depth bit for bit.
 #pragma once
 #include <cstdint>
 
@@ -137,9 +137,22 @@ __global__ void __launch_bounds__(32, 1) attention_decode_chain_kernel(AttnParam
     ++consumed;
   };
 
+  // Tiles of at most 8 rows take the swapped products (attention_decode_swapped.cuh), as the decode
+  // kernel's: Q's columns into registers once its copy (the oldest group) is in.
+  constexpr bool kSwapped = kHalves == 1;
+  static_assert(L::kBuffers >= kSwappedScoreBytes, "the scores are staged in the Q tile's place");
+  uint32_t qb[kSwapped ? HD / 16 : 1][2];
+  float* const staged = reinterpret_cast<float*>(smem);
+  if constexpr (kSwapped) {
+    cp_async_wait<kRing>();
+    __syncwarp();
+    load_q_columns<HD>(q_s, qb);
+    __syncwarp();  // every lane has read Q before scores are staged over it
+  }
+
   for (int c = blockIdx.x; c < nseg; c += gridDim.x) {
     const DecodeSegment cur = decode_segment(P, t.reads_new, t.cached, pos, c);
-    float o[NTD][4];
+    float o[kSwapped ? HD / 16 : NTD][4];  // O^T when swapped, else O
     zero_fragments(o);
     float m[2] = {0.0f, 0.0f}, l[2] = {0.0f, 0.0f};
     bool first[2] = {true, true};
@@ -148,19 +161,40 @@ __global__ void __launch_bounds__(32, 1) attention_decode_chain_kernel(AttnParam
       const int64_t sb0 = cur.sb_first + int64_t(i) * kAttnKeys;
       bool active[2];
       const bool any = sub_block_active(cur, sb0, active);
-      float sc[8][4], alpha[2];
-      zero_fragments(sc);
+      float sc[8][4], alpha[2], alpha_q[2];
       const uint32_t k_rows = wait_item();
-      if (any) {
-        attend_score_keys<HD, kHalves, 0, 4>(q_s, 0, k_rows, SwizzledRows<HD>{}, sc);
-        attend_softmax<kHalves, kExps>(sb0, cur.rg, active, P.scale, sc, alpha, m, l, first);
+      if constexpr (kSwapped) {
+        if (any) {
+          float st[4][4];  // S^T
+          zero_fragments(st);
+          score_keys_swapped<HD, 0, 4>(k_rows, SwizzledRows<HD>{}, qb, st);
+          swapped_scores_to_rows(staged, st, sc);
+          attend_softmax<kHalves, kExps>(sb0, cur.rg, active, P.scale, sc, alpha, m, l, first);
+          swapped_row_values(alpha[0], alpha_q);
+        }
+      } else {
+        zero_fragments(sc);
+        if (any) {
+          attend_score_keys<HD, kHalves, 0, 4>(q_s, 0, k_rows, SwizzledRows<HD>{}, sc);
+          attend_softmax<kHalves, kExps>(sb0, cur.rg, active, P.scale, sc, alpha, m, l, first);
+        }
       }
       release_item();
       const uint32_t v_rows = wait_item();
-      if (any) attend_value_keys<HD, kHalves, 0, kAttnKeys / 16, true>(v_rows, SwizzledRows<HD>{}, sc, alpha, o);
+      if (any) {
+        if constexpr (kSwapped) {
+          value_keys_swapped<HD, 0, kAttnKeys / 16, true>(v_rows, SwizzledRows<HD>{}, sc, alpha_q, o);
+        } else {
+          attend_value_keys<HD, kHalves, 0, kAttnKeys / 16, true>(v_rows, SwizzledRows<HD>{}, sc, alpha, o);
+        }
+      }
       release_item();
     }
-    finish_decode_segment<HD, kHalves>(P, grid, t, c, lane, o, m, l, first);
+    if constexpr (kSwapped) {
+      finish_swapped_segment<HD>(P, grid, t, c, lane, o, m, l, first);
+    } else {
+      finish_decode_segment<HD, kHalves>(P, grid, t, c, lane, o, m, l, first);
+    }
   }
   cp_async_wait<0>();  // nothing in flight when the warp leaves
 }
