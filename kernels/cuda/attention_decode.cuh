@@ -439,12 +439,7 @@ __global__ void __launch_bounds__(32 * kWarps) attention_decode_kernel(AttnParam
   constexpr bool kSwapped = L::kSwapped;
   uint32_t qb[kSwapped ? HD / 16 : 1][2];
   float* const staged = reinterpret_cast<float*>(smem + warp * L::kBytes);
-  if constexpr (kSwapped) {
-    cp_async_wait<kRing>();
-    __syncwarp();
-    load_q_columns<HD>(q_s, qb);
-    __syncwarp();  // every lane has read Q before scores are staged over it
-  }
+  if constexpr (kSwapped) hold_q_columns<HD, kRing>(q_s, qb);
 
   for (int c = blockIdx.x; c < nseg; c += gridDim.x) {
     const DecodeSegment cur = decode_segment(P, reads_new, cached, pos, c);

@@ -143,12 +143,7 @@ __global__ void __launch_bounds__(32, 1) attention_decode_chain_kernel(AttnParam
   static_assert(L::kBuffers >= kSwappedScoreBytes, "the scores are staged in the Q tile's place");
   uint32_t qb[kSwapped ? HD / 16 : 1][2];
   float* const staged = reinterpret_cast<float*>(smem);
-  if constexpr (kSwapped) {
-    cp_async_wait<kRing>();
-    __syncwarp();
-    load_q_columns<HD>(q_s, qb);
-    __syncwarp();  // every lane has read Q before scores are staged over it
-  }
+  if constexpr (kSwapped) hold_q_columns<HD, kRing>(q_s, qb);
 
   for (int c = blockIdx.x; c < nseg; c += gridDim.x) {
     const DecodeSegment cur = decode_segment(P, t.reads_new, t.cached, pos, c);

@@ -49,6 +49,16 @@ __device__ __forceinline__ void load_q_columns(uint32_t q_s, uint32_t (&qb)[HD /
   }
 }
 
+// The warp's Q columns into registers once Q's copy, the oldest of kRing + 1 cp.async groups in
+// flight, is in; afterwards the Q tile's shared memory may stage scores.
+template <int HD, int kRing>
+__device__ __forceinline__ void hold_q_columns(uint32_t q_s, uint32_t (&qb)[HD / 16][2]) {
+  cp_async_wait<kRing>();
+  __syncwarp();
+  load_q_columns<HD>(q_s, qb);
+  __syncwarp();  // every lane has read Q before scores are staged over it
+}
+
 // S^T += K Q^T for the 16-key tiles [MT0, MT1) of the sub-block (K rows at kb_s through `rows`):
 // st[mt][e] is the score of key mt * 16 + lane / 4 + (e / 2) * 8 for row (lane % 4) * 2 + e % 2.
 template <int HD, int MT0, int MT1, typename Rows>
