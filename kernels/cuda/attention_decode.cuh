@@ -60,9 +60,9 @@ struct DecodeLayout {
   static constexpr int kItemBytes = kHalfKeys * HD * 2;  // the K (or V) rows of half a sub-block
   static constexpr int kQBytes = kHalves * 8 * HD * 2;  // the Q tile, rows 0..8 * kHalves - 1
   // Tiles of at most 8 rows at head_dim 128 take the swapped products (attention_decode_swapped.cuh),
-  // Q then held in registers and its shared memory staging the scores. At head_dim 64 they made
-  // large batches slower (H200, default mode batch 256 x 512-8192: 1.12-1.14x the time; the
-  // staging buffer is twice that Q tile) and the burst rows no faster (bench/cuda/NOTES.md).
+  // Q then held in registers and its shared memory staging the scores. At head_dim 64 they ran the
+  // burst rows no faster on this kernel (H200: 94.8 -> 94.9 us; the staging buffer would be twice
+  // that Q tile) and long contexts slower on the chain kernel (bench/cuda/NOTES.md).
   static constexpr bool kSwapped = kHalves == 1 && HD == 128;
   static_assert(!kSwapped || kQBytes >= kSwappedScoreBytes, "the scores are staged in the Q tile's place");
   static constexpr int kBytes = kQBytes + kRing * kItemBytes;
