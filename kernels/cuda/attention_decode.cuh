@@ -59,11 +59,9 @@ template <int HD, int kHalves, int kRing = kDecodeRing>
 struct DecodeLayout {
   static constexpr int kItemBytes = kHalfKeys * HD * 2;  // the K (or V) rows of half a sub-block
   static constexpr int kQBytes = kHalves * 8 * HD * 2;  // the Q tile, rows 0..8 * kHalves - 1
-  // Tiles of at most 8 rows at head_dim 128 take the swapped products (attention_decode_swapped.cuh),
-  // Q then held in registers and its shared memory staging the scores. At head_dim 64 they ran the
-  // burst rows no faster on this kernel (H200: 94.8 -> 94.9 us; the staging buffer would be twice
-  // that Q tile) and long contexts slower on the chain kernel (bench/cuda/NOTES.md).
-  static constexpr bool kSwapped = kHalves == 1 && HD == 128;
+  // Swapped products (attention_decode_swapped.cuh): Q then held in registers and its shared memory
+  // staging the scores.
+  static constexpr bool kSwapped = kSwappedProducts<HD, kHalves>;
   static_assert(!kSwapped || kQBytes >= kSwappedScoreBytes, "the scores are staged in the Q tile's place");
   static constexpr int kBytes = kQBytes + kRing * kItemBytes;
 };

@@ -20,9 +20,9 @@
 // context are zero-filled. The grid is implicit, as attention_decode_kernel's, and so is the set-up
 // and the end of a segment (decode_tile_setup, finish_decode_segment; the same merge kernel).
 // kHalves = 1: tiles of at most 8 rows, at head_dim 128 on the swapped products of
-// attention_decode_swapped.cuh as attention_decode_kernel's. Bits: the same arithmetic (attend_score_keys or its swapped form,
-// attend_softmax, attend_value_keys or its swapped form), so the same bits; gpu_tests compares
-// every route and ring depth bit for bit.
+// attention_decode_swapped.cuh as attention_decode_kernel's. Bits: the same arithmetic
+// (attend_score_keys or its swapped form, attend_softmax, attend_value_keys or its swapped form), so
+// the same bits; gpu_tests compares every route and ring depth bit for bit.
 #pragma once
 #include <cstdint>
 
@@ -137,11 +137,9 @@ __global__ void __launch_bounds__(32, 1) attention_decode_chain_kernel(AttnParam
     ++consumed;
   };
 
-  // Tiles of at most 8 rows at head_dim 128 take the swapped products (attention_decode_swapped.cuh),
-  // as the decode kernel's: Q's columns into registers once its copy (the oldest group) is in. At
-  // head_dim 64 they made long contexts slower (H200, default mode batch 256 x 512-8192 on this
-  // kernel: 1.12-1.15x the time) though short ones faster (1000 x 17..148 keys forced here: 0.82x).
-  constexpr bool kSwapped = kHalves == 1 && HD == 128;
+  // Swapped products where the decode kernel has them (kSwappedProducts): Q's columns into
+  // registers once its copy (the oldest group) is in.
+  constexpr bool kSwapped = kSwappedProducts<HD, kHalves>;
   static_assert(L::kBuffers >= kSwappedScoreBytes, "the scores are staged in the Q tile's place");
   uint32_t qb[kSwapped ? HD / 16 : 1][2];
   float* const staged = reinterpret_cast<float*>(smem);

@@ -30,6 +30,15 @@ namespace samebits::cuda {
 // 1, 3, 5, 7 at once) and the row layout's 8-byte loads (rows 0..3 or 4..7 per half warp) each hit
 // 32 different banks.
 constexpr int kSwappedScoreBytes = 8 * 64 * 4;
+
+// Which decode tiles take the swapped products, in both kernels that have them (the decode and the
+// chain kernel): tiles of at most 8 rows (kHalves = 1) at head_dim 128. At head_dim 64 they ran
+// long contexts slower on the chain kernel (H200, default mode batch 256 x 512-8192: 1.12-1.15x the
+// time), though its short ones faster (1000 x 17..148 keys forced there: 0.82x), and the decode
+// kernel's burst rows no faster (94.8 -> 94.9 us; its staging buffer would be twice that Q tile):
+// bench/cuda/NOTES.md.
+template <int HD, int kHalves>
+constexpr bool kSwappedProducts = kHalves == 1 && HD == 128;
 __device__ __forceinline__ int swapped_score_word(int q, int k) { return q * 64 + (k ^ (8 * ((q ^ (q >> 2)) & 3))); }
 
 // B fragments of Q^T for every k16 step of the head dim: rows 0..7 of the swizzled Q tile at q_s
