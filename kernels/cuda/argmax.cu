@@ -13,6 +13,7 @@ namespace {
 
 __global__ void __launch_bounds__(cuda::kArgmaxThreads) argmax_kernel(const float* logits, int64_t vocab,
                                                                       int32_t* out) {
+  cuda::wait_for_previous_kernel();
   const int64_t r = blockIdx.x;
   const int32_t id = cuda::block_argmax(logits + r * vocab, vocab);
   if (threadIdx.x == 0) out[r] = id;
@@ -28,8 +29,8 @@ absl::Status cuda_argmax(const ExecContext& ctx, const ArgmaxArgs& a) {
     return absl::InvalidArgumentError(absl::StrCat("argmax: vocab must be in [1, 2^31), got ", a.vocab));
   }
   if (a.rows > INT32_MAX) return absl::InvalidArgumentError("argmax: too many rows");
-  argmax_kernel<<<unsigned(a.rows), cuda::kArgmaxThreads, 0, cuda::stream_of(ctx)>>>(a.logits, a.vocab, a.out);
-  return cuda::check_launch("argmax_kernel");
+  return cuda::launch_after_previous("argmax_kernel", argmax_kernel, dim3(unsigned(a.rows)), dim3(cuda::kArgmaxThreads),
+                                     0, cuda::stream_of(ctx), a.logits, a.vocab, a.out);
 }
 
 }  // namespace samebits

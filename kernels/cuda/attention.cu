@@ -160,8 +160,8 @@ absl::Status launch_decode(const AttnParams& params, const Extents& e, cudaStrea
   SAMEBITS_RETURN_IF_ERROR(
       raise_smem_limit(cuda::attention_decode_kernel<HD, kHalves, kWarps, kExps>, kBytes, &smem_set));
   const dim3 blocks(unsigned(e.decode_slots), unsigned(params.num_kv_heads / kWarps), unsigned(params.num_seqs));
-  cuda::attention_decode_kernel<HD, kHalves, kWarps, kExps><<<blocks, 32 * kWarps, kBytes, stream>>>(params, e.grid);
-  return cuda::check_launch("attention_decode_kernel");
+  return cuda::launch_after_previous("attention_decode_kernel", cuda::attention_decode_kernel<HD, kHalves, kWarps, kExps>,
+                                     blocks, dim3(32 * kWarps), kBytes, stream, params, e.grid);
 }
 
 // Decode tiles of at most 4 rows in every tile of the launch (one token of up to 4 GQA heads) take
@@ -218,8 +218,9 @@ absl::Status launch_chain(const AttnParams& params, const Extents& e, cudaStream
   SAMEBITS_RETURN_IF_ERROR(
       raise_smem_limit(cuda::attention_decode_chain_kernel<HD, kHalves, kRing, kExps>, kBytes, &smem_set));
   const dim3 blocks(unsigned(e.decode_slots), unsigned(params.num_kv_heads), unsigned(params.num_seqs));
-  cuda::attention_decode_chain_kernel<HD, kHalves, kRing, kExps><<<blocks, 32, kBytes, stream>>>(params, e.grid);
-  return cuda::check_launch("attention_decode_chain_kernel");
+  return cuda::launch_after_previous("attention_decode_chain_kernel",
+                                     cuda::attention_decode_chain_kernel<HD, kHalves, kRing, kExps>, blocks, dim3(32),
+                                     kBytes, stream, params, e.grid);
 }
 
 // The chain kernel with tiles of at most 8 rows (kHalves = 1), sharing the exponentials where
@@ -263,8 +264,8 @@ absl::Status launch_split(const AttnParams& params, const Extents& e, cudaStream
   static bool smem_set = false;
   SAMEBITS_RETURN_IF_ERROR(raise_smem_limit(cuda::attention_decode_split_kernel<HD, kRing>, kBytes, &smem_set));
   const dim3 blocks(unsigned(e.decode_slots), unsigned(params.num_kv_heads), unsigned(params.num_seqs));
-  cuda::attention_decode_split_kernel<HD, kRing><<<blocks, 32 * cuda::kSplitWarps, kBytes, stream>>>(params, e.grid);
-  return cuda::check_launch("attention_decode_split_kernel");
+  return cuda::launch_after_previous("attention_decode_split_kernel", cuda::attention_decode_split_kernel<HD, kRing>,
+                                     blocks, dim3(32 * cuda::kSplitWarps), kBytes, stream, params, e.grid);
 }
 
 template <int HD>
@@ -350,16 +351,17 @@ absl::Status launch(const AttnParams& base, const Extents& e, AttentionRoute rou
   params.items = reinterpret_cast<const AttnItem*>(p + o_items);
   params.partials = reinterpret_cast<float*>(p + o_partials);
   if (items > 0) {
-    cuda::attention_worklist_kernel<<<1, cuda::kWorklistThreads, 0, stream>>>(
+    SAMEBITS_RETURN_IF_ERROR(cuda::launch_after_previous(
+        "attention_worklist_kernel", cuda::attention_worklist_kernel, dim3(1), dim3(cuda::kWorklistThreads), 0, stream,
         params, reinterpret_cast<AttnItem*>(p + o_items), reinterpret_cast<int*>(p), int(items),
-        route == AttentionRoute::kGeneralOnly, pp.tile_rows);
-    SAMEBITS_RETURN_IF_ERROR(cuda::check_launch("attention_worklist_kernel"));
+        route == AttentionRoute::kGeneralOnly, pp.tile_rows));
     if (pp.wgmma) {
       SAMEBITS_RETURN_IF_ERROR(cuda::launch_attention_prefill(params, items, HD,
                                                               route == AttentionRoute::kPrefillKernelPlanted, stream));
     } else {
-      cuda::attention_kernel<HD><<<unsigned(items * base.num_kv_heads), cuda::kAttnThreads, kSmem, stream>>>(params);
-      SAMEBITS_RETURN_IF_ERROR(cuda::check_launch("attention_kernel"));
+      SAMEBITS_RETURN_IF_ERROR(cuda::launch_after_previous("attention_kernel", cuda::attention_kernel<HD>,
+                                                           dim3(unsigned(items * base.num_kv_heads)),
+                                                           dim3(cuda::kAttnThreads), kSmem, stream, params));
     }
   }
   bool merge_overlaps = false;  // the merge kernel may start before the decode kernel ends
@@ -397,7 +399,7 @@ absl::Status launch(const AttnParams& base, const Extents& e, AttentionRoute rou
   }
   if (grid.max_segments > 1) {
     // After the chain or split kernel (few warps per SM) the merge is their programmatic dependent
-    // (attention_decode.cuh, allow_dependent_launch): its blocks are scheduled while the decode grid
+    // (cuda_common.h, launch_after_previous): its blocks are scheduled while the decode grid
     // runs and wait on the device for it, which hides the launch between the two. After
     // attention_decode_kernel (SMs full of registers) that was slower, and the merge is an ordinary
     // launch. H200, bench/cuda/NOTES.md (2026-12-01 ~22:25): 0.87-0.94x the time of ordinary
@@ -406,9 +408,7 @@ absl::Status launch(const AttnParams& base, const Extents& e, AttentionRoute rou
     config.gridDim = dim3(unsigned(base.num_kv_heads), unsigned(base.num_seqs));
     config.blockDim = dim3(unsigned(32 * grid.partial_rows));
     config.stream = stream;
-    cudaLaunchAttribute overlap[1];
-    overlap[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    overlap[0].val.programmaticStreamSerializationAllowed = 1;
+    cudaLaunchAttribute overlap[1] = {cuda::after_previous_kernel()};
     config.attrs = overlap;
     config.numAttrs = merge_overlaps ? 1 : 0;
     // More than 8 segments in tiles of at most 8 rows, at most a block per SM, head_dim 128: the

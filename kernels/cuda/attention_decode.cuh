@@ -49,12 +49,6 @@ constexpr int kHalfKeys = kAttnKeys / 2;  // keys per ring item
 // 4 (six warps per SM instead of eight) 30-40% slower.
 constexpr int kDecodeRing = 3;
 
-// Lets the merge kernel (attention_decode_merge.cuh), launched after the chain or split kernel as
-// its programmatic dependent (attention.cu), be scheduled while this grid still runs: its blocks
-// wait in griddepcontrol.wait until this grid has finished and its writes are visible, so the
-// launch latency between the two is hidden. A no-op when no dependent was launched that way.
-__device__ __forceinline__ void allow_dependent_launch() { asm volatile("griddepcontrol.launch_dependents;\n" ::); }
-
 template <int HD, int kHalves, int kRing = kDecodeRing>
 struct DecodeLayout {
   static constexpr int kItemBytes = kHalfKeys * HD * 2;  // the K (or V) rows of half a sub-block
@@ -371,6 +365,7 @@ __global__ void __launch_bounds__(32 * kWarps) attention_decode_kernel(AttnParam
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const uint32_t q_s = smem_addr(smem) + warp * L::kBytes;
   const uint32_t buffers = q_s + L::kQBytes;
+  wait_for_previous_kernel();
   DecodeTile t;
   if (!decode_tile_setup(P, int(blockIdx.z), int(blockIdx.y) * kWarps + warp, lane, &t)) return;
   const int nseg = t.nseg;

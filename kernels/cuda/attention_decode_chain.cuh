@@ -54,7 +54,8 @@ __global__ void __launch_bounds__(32, 1) attention_decode_chain_kernel(AttnParam
   const uint32_t q_s = smem_addr(smem);
   const uint32_t buffers = q_s + L::kBuffers;
   const int lane = threadIdx.x;
-  allow_dependent_launch();  // the merge kernel, if any
+  wait_for_previous_kernel();
+  allow_next_kernel();  // the merge kernel, if any, may then be scheduled (attention.cu)
   DecodeTile t;
   if (!decode_tile_setup(P, int(blockIdx.z), int(blockIdx.y), lane, &t)) return;
   const int nseg = t.nseg;

@@ -10,11 +10,6 @@
 
 namespace samebits::cuda {
 
-// The other half of allow_dependent_launch (attention_decode.cuh): waits until the decode grid this
-// merge follows has finished and its writes are visible. A no-op after an ordinary launch, which
-// starts after its predecessor has finished anyway.
-__device__ __forceinline__ void wait_for_prerequisite_grid() { asm volatile("griddepcontrol.wait;\n" ::: "memory"); }
-
 // Segments whose partials the merge kernel loads at once before folding them: 8, or 32 for small
 // launches whose tiles have more than 8 segments (attention.cu chooses; tiles of at most 8 rows,
 // blocks of at most 256 threads, which fit an SM at the 226 registers a thread ptxas gives it).
@@ -24,7 +19,8 @@ constexpr int kMergeBatch = 8, kMergeBatchWide = 32;
 // the stored partials in segment order. The partials of kBatch segments are loaded together
 // and then folded, so a row waits for memory once per batch rather than once per segment (a row
 // of 8 segments: one round trip instead of eight). The tile's shape is read before the wait for
-// the decode grid (it comes from query_start / context_lens, written before that grid ran).
+// the decode grid: it comes from query_start / context_lens, written before that grid ran, and this
+// grid starts only after every decode block has passed its own wait (allow_next_kernel follows it).
 template <int HD, int kBatch>
 __global__ void attention_decode_merge_kernel(AttnParams P, DecodeGrid grid) {
   const int g = blockIdx.x, s = blockIdx.y;
@@ -43,7 +39,8 @@ __global__ void attention_decode_merge_kernel(AttnParams P, DecodeGrid grid) {
   }
   // Every thread waits, those with nothing to fold too: then this grid cannot finish before the
   // decode grid, which the launches after it in the stream are ordered behind only through it.
-  wait_for_prerequisite_grid();
+  wait_for_previous_kernel();
+  allow_next_kernel();
   if (nseg <= 1) return;
   constexpr int PER = HD / 32;
   const int64_t stride = int64_t(grid.partial_rows) * (HD + 2);

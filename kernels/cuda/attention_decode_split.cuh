@@ -64,7 +64,8 @@ __global__ void __launch_bounds__(32 * kSplitWarps, 1) attention_decode_split_ke
   float* row_max = reinterpret_cast<float*>(smem + L::kQBytes + L::kScoreBytes);
   const uint32_t buffers = q_s + L::kQBytes + L::kScoreBytes + L::kMaxBytes;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  allow_dependent_launch();  // the merge kernel, if any
+  wait_for_previous_kernel();
+  allow_next_kernel();  // the merge kernel, if any, may then be scheduled (attention.cu)
   DecodeTile t;
   // Thread 0 alone is the block's reporter (decode_tile_setup reports from "lane" 0).
   if (!decode_tile_setup(P, int(blockIdx.z), int(blockIdx.y), int(threadIdx.x), &t)) return;

@@ -454,6 +454,7 @@ __global__ void __launch_bounds__(kAttnThreads, HD == 64 ? 2 : 0) attention_kern
   const uint32_t k_s = q_s + kAttnRows * HD * 2;  // [2] buffers
   const uint32_t v_s = k_s + 2 * KV_BYTES;        // [2] buffers
   __shared__ int range_lo[4], range_hi[4];
+  wait_for_previous_kernel();
 
   // Block = item * num_kv_heads + kv head: the kv heads of one tile run side by side, so the
   // list's longest tiles come first.

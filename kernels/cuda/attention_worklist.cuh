@@ -74,6 +74,7 @@ __global__ void __launch_bounds__(kWorklistThreads) attention_worklist_kernel(At
   __shared__ int warp_total[kWorklistThreads / 32];
   __shared__ int base;
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  wait_for_previous_kernel();
   if (tid == 0) {
     base = 0;
     attention_report_bad_ends(P);

@@ -12,6 +12,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <utility>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -90,7 +91,60 @@ absl::StatusOr<void*> scratch2(size_t bytes);
 // Changes whenever scratch() or scratch2() moves (Backend::memory_epoch).
 uint64_t scratch_epoch();
 
+// Programmatic dependent launch. Every kernel of an engine step is launched with
+// launch_after_previous (or after_previous_kernel() among its launch attributes), which lets the GPU
+// launch it before the kernel ahead of it in the stream has completed: the launch and the block
+// scheduling overlap that kernel's end and the flush of its writes, instead of following them.
+// Such a kernel MUST call wait_for_previous_kernel() before its first global memory access, read or
+// write (only set-up of its own shared memory may come first): it waits until the previous grid has
+// completed and its writes are visible, and since that grid waited the same way, every earlier one.
+// A kernel launched so that never waits could run beside its predecessor: none exists here.
+// Where the next kernel may start: when every block of this one has left, or earlier once every
+// block has called allow_next_kernel(). Only the decode kernels that a merge follows call it (the
+// merge's blocks then wait beside them: attention.cu). Called first thing in every kernel it made
+// the Qwen3-8B burst slower on the H200 (next kernels' blocks waiting on SMs for the whole tail
+// of this one: 1.007x the run time of ordinary launches, where leaving it to the blocks' exit gave
+// 0.992x; bench/cuda/NOTES.md, 2026-12-02). After an ordinary launch both calls are no-ops; neither
+// changes what a kernel computes.
+inline cudaLaunchAttribute after_previous_kernel() {
+  cudaLaunchAttribute a = {};
+  a.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  a.val.programmaticStreamSerializationAllowed = 1;
+  return a;
+}
+
 #if defined(__CUDACC__)
+__device__ __forceinline__ void wait_for_previous_kernel() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;\n" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void allow_next_kernel() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;\n" ::);
+#endif
+}
+
+// kernel<<<grid, block, smem, stream>>>(args...) as a programmatic dependent of the previous
+// kernel in the stream (see after_previous_kernel); the status names the kernel.
+template <typename... Params, typename... Args>
+absl::Status launch_after_previous(const char* name, void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem,
+                                   cudaStream_t stream, Args&&... args) {
+  cudaLaunchAttribute attribute[1] = {after_previous_kernel()};
+  cudaLaunchConfig_t config = {};
+  config.gridDim = grid;
+  config.blockDim = block;
+  config.dynamicSmemBytes = smem;
+  config.stream = stream;
+  config.attrs = attribute;
+  config.numAttrs = 1;
+  if (const cudaError_t e = cudaLaunchKernelEx(&config, kernel, std::forward<Args>(args)...); e != cudaSuccess) {
+    (void)cudaGetLastError();  // a launch error is not sticky: clear it for the next launch
+    return cuda_status(e, name);
+  }
+  return check_launch(name);
+}
+
 // Records the first bad index; later ones are dropped. Integer atomics only (no floating point).
 __device__ inline void report_device_error(DeviceError* box, int code, long long a, long long b,
                                            long long c) {

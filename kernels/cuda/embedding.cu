@@ -9,6 +9,7 @@ namespace samebits {
 namespace {
 
 __global__ void embedding_kernel(EmbeddingArgs a, cuda::DeviceError* box) {
+  cuda::wait_for_previous_kernel();
   const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= a.T * a.dim) return;
   const int64_t t = i / a.dim, d = i % a.dim;
@@ -25,8 +26,8 @@ __global__ void embedding_kernel(EmbeddingArgs a, cuda::DeviceError* box) {
 absl::Status cuda_embedding(const ExecContext& ctx, const EmbeddingArgs& a) {
   if (absl::Status shape = check_embedding_shape(a); !shape.ok()) return shape;
   const int64_t n = a.T * a.dim;
-  embedding_kernel<<<unsigned(cuda::ceil_div64(n, 256)), 256, 0, cuda::stream_of(ctx)>>>(a, cuda::device_error_mailbox());
-  return cuda::check_launch("embedding_kernel");
+  return cuda::launch_after_previous("embedding_kernel", embedding_kernel, dim3(unsigned(cuda::ceil_div64(n, 256))),
+                                     dim3(256), 0, cuda::stream_of(ctx), a, cuda::device_error_mailbox());
 }
 
 }  // namespace samebits

@@ -15,6 +15,7 @@ constexpr int kWarps = 4;
 // Launch bounds: eight blocks per SM (64 registers a thread); with the thread count alone ptxas
 // aimed at full occupancy, 32 registers, and spilled.
 __global__ void __launch_bounds__(kWarps * 32, 8) kv_write_kernel(KvWriteArgs a, cuda::DeviceError* box) {
+  cuda::wait_for_previous_kernel();
   const int lane = threadIdx.x & 31;
   const int64_t t = int64_t(blockIdx.x) * kWarps + (threadIdx.x >> 5);
   if (t >= a.T) return;
@@ -59,9 +60,8 @@ absl::Status cuda_kv_write(const ExecContext& ctx, const KvWriteArgs& a) {
   if (!a.k || !a.v) return invalid(a.k ? "v is null" : "k is null");
   if (!a.slot_mapping) return invalid("slot_mapping is null");
   if (!a.k_cache || !a.v_cache) return invalid(a.k_cache ? "v_cache is null" : "k_cache is null");
-  kv_write_kernel<<<unsigned(cuda::ceil_div64(a.T, kWarps)), kWarps * 32, 0, cuda::stream_of(ctx)>>>(
-      a, cuda::device_error_mailbox());
-  return cuda::check_launch("kv_write_kernel");
+  return cuda::launch_after_previous("kv_write_kernel", kv_write_kernel, dim3(unsigned(cuda::ceil_div64(a.T, kWarps))),
+                                     dim3(kWarps * 32), 0, cuda::stream_of(ctx), a, cuda::device_error_mailbox());
 }
 
 }  // namespace samebits

@@ -68,6 +68,7 @@ struct Tile {
 template <int BM, int BN, int WM, int WN, int STAGES, bool VEC, int BK>
 __global__ void __launch_bounds__(Tile<BM, BN, WM, WN, STAGES, VEC, BK>::kThreads)
     invariant_linear_kernel(LinearParams p) {
+  cuda::wait_for_previous_kernel();
   using T = Tile<BM, BN, WM, WN, STAGES, VEC, BK>;
   constexpr int MT = WM / 16, NT = WN / 8;
   extern __shared__ __align__(128) unsigned char smem[];
@@ -239,6 +240,7 @@ absl::Status validate(const LinearArgs& a) {
 bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15) == 0; }
 
 __global__ void add_bias_f32_kernel(float* y, const bf16* bias, int64_t M, int64_t N) {
+  cuda::wait_for_previous_kernel();
   const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= M * N) return;
   y[i] = y[i] + to_float(bias[i % N]);
@@ -260,8 +262,8 @@ bool is_hopper_device() {
 
 absl::Status add_bias_f32(const ExecContext& ctx, float* y, const bf16* bias, int64_t M, int64_t N) {
   const int64_t n = M * N;
-  add_bias_f32_kernel<<<unsigned(ceil_div64(n, 256)), 256, 0, stream_of(ctx)>>>(y, bias, M, N);
-  return check_launch("add_bias_f32_kernel");
+  return launch_after_previous("add_bias_f32_kernel", add_bias_f32_kernel, dim3(unsigned(ceil_div64(n, 256))),
+                               dim3(256), 0, stream_of(ctx), y, bias, M, N);
 }
 }  // namespace cuda
 
@@ -412,8 +414,8 @@ absl::Status run_invariant(const ExecContext& ctx, const LinearArgs& a, int conf
     SAMEBITS_CUDA_TRY(cudaFuncSetAttribute(c.kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, c.smem));
     attributes_set[config] = true;
   }
-  c.kernel<<<dim3(unsigned(tiles)), dim3(c.threads), c.smem, cuda::stream_of(ctx)>>>(p);
-  return cuda::check_launch(c.name);
+  return cuda::launch_after_previous(c.name, c.kernel, dim3(unsigned(tiles)), dim3(c.threads), c.smem,
+                                     cuda::stream_of(ctx), p);
 }
 
 absl::Status run_planted_k_order(const ExecContext& ctx, const LinearArgs& a, bool gate_up) {

@@ -24,6 +24,7 @@ __global__ void __launch_bounds__(kThreads) stream_linear_kernel(LinearParams p)
   const uint32_t bars = smem_addr(smem);  // kStages mbarriers of 8 bytes
   const uint32_t base = bars + 128;
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  wait_for_previous_kernel();
   const int n0 = blockIdx.x * kBN;
   const int KT = (p.K + kBK - 1) / kBK;
   const int rows_a = min(kBM, p.M), rows_b = min(kBN, p.N - n0);
@@ -87,8 +88,8 @@ absl::Status launch_stream_linear(const LinearParams& p, cudaStream_t stream) {
     SAMEBITS_CUDA_TRY(cudaFuncSetAttribute(stream_linear_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
     attribute_set = true;
   }
-  stream_linear_kernel<<<unsigned(ceil_div64(p.N, kBN)), kThreads, kSmem, stream>>>(p);
-  return check_launch("stream_linear_kernel");
+  return launch_after_previous("stream_linear_kernel", stream_linear_kernel, dim3(unsigned(ceil_div64(p.N, kBN))),
+                               dim3(kThreads), kSmem, stream, p);
 }
 
 }  // namespace samebits::cuda

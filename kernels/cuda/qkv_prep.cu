@@ -87,6 +87,7 @@ __device__ __forceinline__ bool slot_named_later(const QkvPrepArgs& a, int64_t t
 }
 
 __global__ void __launch_bounds__(kWarps * 32, 4) qkv_prep_kernel(QkvPrepArgs a, cuda::DeviceError* box) {
+  cuda::wait_for_previous_kernel();
   const int64_t t = blockIdx.x;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int D = a.head_dim, chunks = D / 8, half_chunks = chunks / 2;
@@ -221,8 +222,8 @@ absl::Status cuda_qkv_prep(const ExecContext& ctx, const QkvPrepArgs& a) {
   if (!fused_applies(a) || a.T > INT32_MAX) {
     return qkv_prep_staged(ctx, a, QkvPrepStages{copy_rows, cuda_rmsnorm, cuda_rope, cuda_kv_write});
   }
-  qkv_prep_kernel<<<unsigned(a.T), kWarps * 32, 0, cuda::stream_of(ctx)>>>(a, cuda::device_error_mailbox());
-  return cuda::check_launch("qkv_prep_kernel");
+  return cuda::launch_after_previous("qkv_prep_kernel", qkv_prep_kernel, dim3(unsigned(a.T)), dim3(kWarps * 32), 0,
+                                     cuda::stream_of(ctx), a, cuda::device_error_mailbox());
 }
 
 }  // namespace samebits

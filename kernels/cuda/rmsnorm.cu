@@ -126,6 +126,7 @@ constexpr int kWarpsPerBlock = 8;
 
 // One warp per row (invariant mode, and default mode with parts == 1).
 __global__ void __launch_bounds__(kWarpsPerBlock * 32) rmsnorm_rows_kernel(RmsParams p) {
+  cuda::wait_for_previous_kernel();
   const int lane = threadIdx.x & 31;
   const int64_t row = int64_t(blockIdx.x) * kWarpsPerBlock + (threadIdx.x >> 5);
   if (row >= p.rows) return;
@@ -149,6 +150,7 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
     rmsnorm_split_kernel(RmsParams p, int parts, int64_t part_len) {
   extern __shared__ float part_sums[];  // [parts]
   __shared__ float inv_shared;
+  cuda::wait_for_previous_kernel();
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int64_t row = blockIdx.x;
   for (int q = warp; q < parts; q += kWarpsPerBlock) {
@@ -204,6 +206,7 @@ __device__ __forceinline__ void load_chunks(const bf16* row, int first, int chun
 __global__ void __launch_bounds__(kMaxWarpsPerRow * 32, 4) rmsnorm_rows_vec_kernel(RmsParams p, int warps_per_row) {
   extern __shared__ uint4 handed[];  // [W - 1][kChunksPerThread][32]: h chunks of warps 1..W-1
   __shared__ float inv_shared;
+  cuda::wait_for_previous_kernel();
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, W = warps_per_row;
   const int part = warp % W;
   const int64_t row = W > 1 ? int64_t(blockIdx.x) : int64_t(blockIdx.x) * kRowsPerSingleWarpBlock + warp;
@@ -293,20 +296,20 @@ absl::Status cuda_rmsnorm(const ExecContext& ctx, const RmsNormArgs& a) {
     if (blocks > INT32_MAX) return absl::InvalidArgumentError("rmsnorm: too many rows");
     const int threads = W > 1 ? W * 32 : kRowsPerSingleWarpBlock * 32;
     const size_t handed = size_t(W - 1) * kChunksPerThread * 32 * sizeof(uint4);
-    rmsnorm_rows_vec_kernel<<<unsigned(blocks), threads, handed, stream>>>(p, W);
-    return cuda::check_launch("rmsnorm_rows_vec_kernel");
+    return cuda::launch_after_previous("rmsnorm_rows_vec_kernel", rmsnorm_rows_vec_kernel, dim3(unsigned(blocks)),
+                                       dim3(threads), handed, stream, p, W);
   }
   if (plan.parts <= 1) {
     const int64_t blocks = cuda::ceil_div64(a.rows, kWarpsPerBlock);
-    rmsnorm_rows_kernel<<<unsigned(blocks), kWarpsPerBlock * 32, 0, stream>>>(p);
-    return cuda::check_launch("rmsnorm_rows_kernel");
+    return cuda::launch_after_previous("rmsnorm_rows_kernel", rmsnorm_rows_kernel, dim3(unsigned(blocks)),
+                                       dim3(kWarpsPerBlock * 32), 0, stream, p);
   }
   if (a.rows > INT32_MAX) return absl::InvalidArgumentError("rmsnorm: too many rows for split reduction");
   const int64_t per = cuda::ceil_div64(a.dim, plan.parts);
   const int64_t part_len = (per + kReductionLanes - 1) / kReductionLanes * kReductionLanes;
-  rmsnorm_split_kernel<<<unsigned(a.rows), kWarpsPerBlock * 32, size_t(plan.parts) * sizeof(float), stream>>>(
-      p, plan.parts, part_len);
-  return cuda::check_launch("rmsnorm_split_kernel");
+  return cuda::launch_after_previous("rmsnorm_split_kernel", rmsnorm_split_kernel, dim3(unsigned(a.rows)),
+                                     dim3(kWarpsPerBlock * 32), size_t(plan.parts) * sizeof(float), stream, p,
+                                     plan.parts, part_len);
 }
 
 }  // namespace samebits

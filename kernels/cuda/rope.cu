@@ -13,6 +13,7 @@ namespace samebits {
 namespace {
 
 __global__ void rope_kernel(RopeArgs a, cuda::DeviceError* box) {
+  cuda::wait_for_previous_kernel();
   const int half = a.head_dim / 2;
   const int heads = a.num_q_heads + a.num_kv_heads;
   const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
@@ -40,8 +41,8 @@ __global__ void rope_kernel(RopeArgs a, cuda::DeviceError* box) {
 absl::Status cuda_rope(const ExecContext& ctx, const RopeArgs& a) {
   if (absl::Status shape = check_rope_shape(a); !shape.ok()) return shape;
   const int64_t n = a.T * int64_t(a.num_q_heads + a.num_kv_heads) * (a.head_dim / 2);
-  rope_kernel<<<unsigned(cuda::ceil_div64(n, 256)), 256, 0, cuda::stream_of(ctx)>>>(a, cuda::device_error_mailbox());
-  return cuda::check_launch("rope_kernel");
+  return cuda::launch_after_previous("rope_kernel", rope_kernel, dim3(unsigned(cuda::ceil_div64(n, 256))), dim3(256), 0,
+                                     cuda::stream_of(ctx), a, cuda::device_error_mailbox());
 }
 
 }  // namespace samebits

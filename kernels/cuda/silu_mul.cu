@@ -29,6 +29,7 @@ namespace {
 
 // Element i of y ([T, F]) reads gate and up at i (group 0) or at its place in the interleaved rows.
 __global__ void silu_mul_kernel(const bf16* gate, const bf16* up, bf16* y, int64_t n, int64_t F, int64_t group) {
+  cuda::wait_for_previous_kernel();
   const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= n) return;
   const int64_t f = i % F;
@@ -42,6 +43,7 @@ __device__ __forceinline__ uint16_t silu_mul_bits(uint16_t g_bits, uint16_t u_bi
 
 // stride: 1 (gate and up apart) or 2 (interleaved in groups of 8: gate and up pieces alternate).
 __global__ void silu_mul_vec_kernel(const uint4* gate, const uint4* up, uint4* y, int64_t n8, int stride) {
+  cuda::wait_for_previous_kernel();
   const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= n8) return;
   const uint4 g = gate[i * stride], u = up[i * stride];
@@ -81,6 +83,7 @@ constexpr int kPiecesPerThread = 2;  // thread t of a block takes pieces t and t
 // The 16-byte path (stride as silu_mul_vec_kernel): every load of the thread before its arithmetic.
 __global__ void __launch_bounds__(kPieceThreads)
     silu_mul_pieces_kernel(const uint4* gate, const uint4* up, uint4* y, int64_t n8, int stride) {
+  cuda::wait_for_previous_kernel();
   const int64_t first = int64_t(blockIdx.x) * (kPieceThreads * kPiecesPerThread) + threadIdx.x;
   uint4 g[kPiecesPerThread], u[kPiecesPerThread];
 #pragma unroll
@@ -127,17 +130,16 @@ absl::Status cuda_silu_mul_routed(const ExecContext& ctx, const SiluMulArgs& a, 
     auto* y = reinterpret_cast<uint4*>(a.y);
     const int stride = a.group == 0 ? 1 : 2;
     if (resolve(route) == SiluMulRoute::kPrevious) {
-      silu_mul_vec_kernel<<<unsigned(cuda::ceil_div64(n / 8, 256)), 256, 0, cuda::stream_of(ctx)>>>(gate, up, y, n / 8,
-                                                                                                    stride);
-      return cuda::check_launch("silu_mul_vec_kernel");
+      return cuda::launch_after_previous("silu_mul_vec_kernel", silu_mul_vec_kernel,
+                                         dim3(unsigned(cuda::ceil_div64(n / 8, 256))), dim3(256), 0,
+                                         cuda::stream_of(ctx), gate, up, y, n / 8, stride);
     }
     const int64_t blocks = cuda::ceil_div64(n / 8, kPieceThreads * kPiecesPerThread);
-    silu_mul_pieces_kernel<<<unsigned(blocks), kPieceThreads, 0, cuda::stream_of(ctx)>>>(gate, up, y, n / 8, stride);
-    return cuda::check_launch("silu_mul_pieces_kernel");
+    return cuda::launch_after_previous("silu_mul_pieces_kernel", silu_mul_pieces_kernel, dim3(unsigned(blocks)),
+                                       dim3(kPieceThreads), 0, cuda::stream_of(ctx), gate, up, y, n / 8, stride);
   }
-  silu_mul_kernel<<<unsigned(cuda::ceil_div64(n, 256)), 256, 0, cuda::stream_of(ctx)>>>(a.gate, a.up, a.y, n, a.F,
-                                                                                        a.group);
-  return cuda::check_launch("silu_mul_kernel");
+  return cuda::launch_after_previous("silu_mul_kernel", silu_mul_kernel, dim3(unsigned(cuda::ceil_div64(n, 256))),
+                                     dim3(256), 0, cuda::stream_of(ctx), a.gate, a.up, a.y, n, a.F, a.group);
 }
 
 absl::Status cuda_silu_mul(const ExecContext& ctx, const SiluMulArgs& a) {

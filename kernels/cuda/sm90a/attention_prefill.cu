@@ -460,6 +460,7 @@ __global__ void __launch_bounds__(kThreads, 1) attention_prefill_kernel(AttnPara
   extern __shared__ unsigned char smem_raw[];
   const uint32_t base = (smem_addr(smem_raw) + 1023u) & ~1023u;
   const uint32_t full = base + L::kBars, empty = full + 8 * L::kStages;
+  wait_for_previous_kernel();  // (the work list comes from the kernel before)
   // Block = item * num_kv_heads + kv head, as in the 64-row kernel.
   const int item = int(blockIdx.x) / P.num_kv_heads, g = int(blockIdx.x) % P.num_kv_heads;
   if (item >= *P.item_count) return;
@@ -492,9 +493,8 @@ absl::Status launch(const AttnParams& params, int64_t items, cudaStream_t stream
                                            cudaFuncAttributeMaxDynamicSharedMemorySize, L::kBytes));
     smem_set = true;
   }
-  attention_prefill_kernel<HD, kPlanted>
-      <<<unsigned(items * params.num_kv_heads), kThreads, L::kBytes, stream>>>(params);
-  return check_launch("attention_prefill_kernel");
+  return launch_after_previous("attention_prefill_kernel", attention_prefill_kernel<HD, kPlanted>,
+                               dim3(unsigned(items * params.num_kv_heads)), dim3(kThreads), L::kBytes, stream, params);
 }
 
 }  // namespace

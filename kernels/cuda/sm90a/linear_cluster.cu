@@ -190,6 +190,7 @@ __global__ void __launch_bounds__(3 * 128, 1)
   } else {
     __syncthreads();
   }
+  wait_for_previous_kernel();  // the barriers are set up; x and y belong to the kernels before
 
   if (wg == 0) {  // producer
     asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
@@ -292,7 +293,7 @@ absl::Status launch(const LinearParams& p, cudaStream_t stream) {
   using T = ClusterTile<BN, CM, CN, STAGES, LAG, OUT, PINGPONG>;
   auto kernel = cluster_linear_kernel<BN, CM, CN, STAGES, LAG, OUT, PINGPONG, REVERSE_K>;
   static int max_clusters = 0;
-  cudaLaunchAttribute attribute[1];
+  cudaLaunchAttribute attribute[2];
   cudaLaunchConfig_t config = cluster_launch_config(T::kCtas, T::kThreads, T::kSmem, stream, attribute);
   if (max_clusters == 0) {
     SAMEBITS_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, T::kSmem));
@@ -315,6 +316,7 @@ absl::Status launch(const LinearParams& p, cudaStream_t stream) {
   if (store_by_tma) SAMEBITS_RETURN_IF_ERROR(make_tma_map(&map_y, p.y, p.M, out_n, 64));
   const int64_t tiles = ceil_div64(p.M, T::kRows * CM) * ceil_div64(p.N, BN * CN);
   config.gridDim = dim3(unsigned(std::min<int64_t>(tiles, max_clusters) * T::kCtas));
+  attribute[config.numAttrs++] = after_previous_kernel();
   SAMEBITS_CUDA_TRY(cudaLaunchKernelEx(&config, kernel, map_a, map_b, map_y, p, store_by_tma));
   return check_launch("cluster_linear_kernel");
 }

@@ -143,6 +143,7 @@ __global__ void __launch_bounds__(TmaTile<WG, BN, STAGES, CN>::kThreads, WG == 1
   } else {
     __syncthreads();
   }
+  wait_for_previous_kernel();  // the barriers are set up; x and y belong to the kernels before
 
   if (wg == 0) {  // producer
     if constexpr (BN == 256) asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
@@ -202,7 +203,7 @@ template <int WG, int BN, int STAGES, int CN = 1, bool MMA = false>
 absl::Status launch(const LinearParams& p, bool swapped, cudaStream_t stream) {
   using T = TmaTile<WG, BN, STAGES, CN>;
   auto kernel = tma_linear_kernel<WG, BN, STAGES, CN, MMA>;
-  cudaLaunchAttribute attribute[1];
+  cudaLaunchAttribute attribute[2];
   cudaLaunchConfig_t config = cluster_launch_config(CN, T::kThreads, T::kSmem, stream, attribute);
   if constexpr (CN == 1) config.numAttrs = 0;  // single CTAs: a plain launch
   static int max_units = 0;  // CTAs (CN = 1) or clusters resident at once
@@ -227,6 +228,7 @@ absl::Status launch(const LinearParams& p, bool swapped, cudaStream_t stream) {
   SAMEBITS_RETURN_IF_ERROR(make_tma_map(&map_b, swapped ? p.x : p.w, tp.rows_b, p.K, BN));
   const int64_t tiles = ceil_div64(tp.rows_a, T::kBM) * ceil_div64(tp.rows_b, BN * CN);
   config.gridDim = dim3(unsigned(std::min<int64_t>(tiles, max_units) * CN));
+  attribute[config.numAttrs++] = after_previous_kernel();
   SAMEBITS_CUDA_TRY(cudaLaunchKernelEx(&config, kernel, map_a, map_b, tp));
   return check_launch("tma_linear_kernel");
 }

@@ -63,6 +63,7 @@ __global__ void __launch_bounds__(WG * 128, 1) wgmma_linear_kernel(LinearParams 
   extern __shared__ unsigned char smem_raw[];
   const uint32_t base = (smem_addr(smem_raw) + 1023u) & ~1023u;
   const int tid = threadIdx.x, wg = tid / 128, lane = tid & 31, warp = (tid / 32) % 4;
+  wait_for_previous_kernel();
   int m0, n0;
   tile_of_block(blockIdx.x, p.M, p.N, BM, kBN, &m0, &n0);
 
@@ -127,8 +128,8 @@ absl::Status launch(const LinearParams& p, cudaStream_t stream) {
     attribute_set = true;
   }
   const int64_t tiles = ceil_div64(p.M, BM) * ceil_div64(p.N, kBN);
-  wgmma_linear_kernel<WG, OVERLAP><<<unsigned(tiles), WG * 128, kSmem, stream>>>(p);
-  return check_launch("wgmma_linear_kernel");
+  return launch_after_previous("wgmma_linear_kernel", wgmma_linear_kernel<WG, OVERLAP>, dim3(unsigned(tiles)),
+                               dim3(WG * 128), kSmem, stream, p);
 }
 
 }  // namespace
