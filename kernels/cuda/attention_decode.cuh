@@ -254,6 +254,34 @@ __device__ __forceinline__ void finish_swapped_segment(const AttnParams& P, cons
                                                        int c, int lane, const float (&ot)[HD / 16][4],
                                                        const float (&m)[2], const float (&l)[2],
                                                        const bool (&first)[2]) {
+  if (t.nseg == 1 && t.nrows <= 4) {
+    // At most 4 rows (e.g. 4 GQA heads of one token): they are the columns of the lanes with
+    // lane % 4 < 2, and the lanes with lane % 4 >= 2 hold absent ones. Lanes lane and lane ^ 2 share
+    // the output: the first divides and stores its row (lane % 4) * 2, the second row
+    // (lane % 4 - 2) * 2 + 1 with the values it takes from its partner. The same divisions of the
+    // same values, half of them per lane (each a dozen instructions, the warp's instructions
+    // bounding this kernel on short contexts).
+    const bool second = (lane & 2) != 0;
+    const int r = (lane & 1) * 2 + (second ? 1 : 0);
+    float v[HD / 16][2];
+#pragma unroll
+    for (int mt = 0; mt < HD / 16; ++mt)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const float partner = __shfl_xor_sync(0xffffffffu, ot[mt][2 * h + 1], 2);
+        v[mt][h] = second ? partner : ot[mt][2 * h];
+      }
+    const float l_r = __shfl_sync(0xffffffffu, l[0], r * 4);  // the row layout: lane 4r holds row r
+    const bool first_r = __shfl_sync(0xffffffffu, int(first[0]), r * 4) != 0;
+    if (r < t.nrows && !first_r) {
+      bf16* dst = P.out + decode_row_offset<HD>(P, t, r);
+#pragma unroll
+      for (int mt = 0; mt < HD / 16; ++mt)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) dst[mt * 16 + (lane >> 2) + h * 8] = to_bf16(__fdiv_rn(v[mt][h], l_r));
+    }
+    return;
+  }
   float l_q[2];
   int first_q[2];
   swapped_row_values(l[0], l_q);
