@@ -99,4 +99,14 @@ struct Bf16RoundCheck {
 };
 absl::StatusOr<Bf16RoundCheck> cuda_bf16_round_check(uint64_t step, bool planted_truncation);
 
+// Tests only: a writer kernel that releases its dependent at once and writes its words ~2 ms later,
+// then a reader launched after it as every step kernel is (launch_after_previous, cuda_common.h)
+// that waits for it, or, planted_no_wait, reads at once (launch_order_check.cu).
+struct LaunchOrderCheck {
+  int words = 0;
+  int not_yet_written = 0;           // words the reader copied before the writer wrote them
+  bool read_before_written = false;  // the reader read before the writer wrote (global timer)
+};
+absl::StatusOr<LaunchOrderCheck> cuda_launch_order_check(bool planted_no_wait);
+
 }  // namespace samebits
