@@ -140,6 +140,12 @@ __device__ __forceinline__ void zero_fragments(float (&f)[N][4]) {
 // The decode tile of (sequence s, kv head g) as both decode kernels see it.
 struct DecodeTile {
   int s, g, group, row0, nrows, nseg;
+  int group_shift;  // log2(group) when group is a power of two (Qwen3: 4 or 8), else -1
+  // The query token (relative to the tile's sequence) and the q head within the kv head's group of
+  // tile row `row`: shifts where group is a power of two, since a division by a value known only
+  // at run time is some twenty dependent instructions on the set-up's path.
+  __device__ __forceinline__ int row_token(int row) const { return group_shift >= 0 ? row >> group_shift : row / group; }
+  __device__ __forceinline__ int row_head(int row) const { return group_shift >= 0 ? row & (group - 1) : row % group; }
   int64_t qs, q_len, context, cached;
   bool reads_new;  // the plan reads this step's keys from k_new / v_new
   const int32_t* table;
@@ -163,13 +169,14 @@ __device__ __forceinline__ bool decode_tile_setup(const AttnParams& P, int s, in
   t->s = s;
   t->g = g;
   t->group = P.num_q_heads / P.num_kv_heads;
+  t->group_shift = (t->group & (t->group - 1)) == 0 ? __ffs(t->group) - 1 : -1;
   t->qs = P.query_start[s];
   t->q_len = P.query_start[s + 1] - t->qs;
   if (!decode_tile(t->q_len * t->group, &t->row0, &t->nrows)) return false;
   t->context = P.context_lens[s];
   t->cached = t->context - t->q_len;
   t->reads_new = P.split_count_kind && P.separate_new_keys && t->q_len > 1;
-  t->nseg = tile_segment_count(P, t->reads_new, t->cached, t->cached + (t->row0 + t->nrows - 1) / t->group);
+  t->nseg = tile_segment_count(P, t->reads_new, t->cached, t->cached + t->row_token(t->row0 + t->nrows - 1));
   t->table = P.block_tables + int64_t(s) * P.max_blocks_per_seq;
   return int(blockIdx.x) < t->nseg;
 }
@@ -178,7 +185,7 @@ __device__ __forceinline__ bool decode_tile_setup(const AttnParams& P, int s, in
 template <int HD>
 __device__ __forceinline__ int64_t decode_row_offset(const AttnParams& P, const DecodeTile& t, int r) {
   const int row = t.row0 + r;
-  return ((t.qs + row / t.group) * P.num_q_heads + t.g * t.group + row % t.group) * HD;
+  return ((t.qs + t.row_token(row)) * P.num_q_heads + t.g * t.group + t.row_head(row)) * HD;
 }
 
 // The Q tile's kQRows rows (beyond nrows: zeros) into q_s, swizzled, as one cp.async group.
@@ -201,7 +208,7 @@ __device__ __forceinline__ void decode_positions(const DecodeTile& t, int lane, 
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
     const int r = (lane >> 2) + h * 8;
-    pos[h] = r < t.nrows && h < kHalves ? t.cached + (t.row0 + r) / t.group : -1;
+    pos[h] = r < t.nrows && h < kHalves ? t.cached + t.row_token(t.row0 + r) : -1;
   }
 }
 
@@ -319,6 +326,41 @@ __device__ __forceinline__ bool k_half_needed(int64_t key0, int64_t lo, int64_t 
   return key0 < hi && key0 + kHalfKeys > lo;
 }
 
+// Runs of 16 key rows (the decode kernels' copies): keys k0 .. k0 + 15 form a run when each of
+// them comes from one source with its rows num_kv_heads * HD elements apart: this step's keys
+// (consecutive tokens), or one block of the paged cache (k0 a multiple of 16 and blocks of a
+// multiple of 16 keys; the callers' runs start at multiples of 16). A run is copied with one source
+// address per lane, stepped by the lane's own adds, instead of a row address and a validity passed
+// by shuffles to every copy instruction (ncu, the Qwen3-8B burst's decode steps: the copies were
+// ~18% of the kernel's instructions). The same bytes land in the same places; rows past the context
+// (where = 0) are never in a run, so the zero-filling path keeps them.
+// key_rows_in_runs: whether the rows that lanes first .. first + lanes - 1 resolved (lanes = 16 or
+// 32, 16 consecutive keys per 16 lanes) all come from one source in such runs.
+__device__ __forceinline__ bool key_rows_in_runs(const AttnParams& P, const KeyRow& row, int first, int lanes,
+                                                 int lane) {
+  const int where0 = __shfl_sync(0xffffffffu, row.where, first);
+  const bool same = lane < first || lane >= first + lanes || row.where == where0;
+  return __all_sync(0xffffffffu, same) && (where0 == 2 || (where0 == 1 && P.block_size % 16 == 0));
+}
+
+// Copies a run (key_rows_in_runs) whose rows `own` points at in lanes `first` .. `first` + 15 to
+// rows dst_row0 .. dst_row0 + 15 of the swizzled tile at dst: HD / 8 lanes per row, each lane
+// stepping its own address by 32 / (HD / 8) rows per instruction.
+template <int HD>
+__device__ __forceinline__ void copy_key_run16(const AttnParams& P, const bf16* own, int first, uint32_t dst,
+                                               int dst_row0, int lane) {
+  constexpr int CH = HD / 8;             // 16-byte chunks per row
+  constexpr int kRowsPerCopy = 32 / CH;  // key rows one warp instruction copies
+  static_assert(32 % CH == 0 && 16 % kRowsPerCopy == 0, "whole rows per instruction, whole instructions per run");
+  const int ch = lane % CH, sub = lane / CH;
+  const int64_t step = int64_t(kRowsPerCopy) * P.num_kv_heads * HD;
+  const bf16* src = shfl_row_source(own, first + sub) + ch * 8;
+#pragma unroll
+  for (int i = 0; i < 16 / kRowsPerCopy; ++i) {
+    cp_async_16(dst + swizzled(dst_row0 + i * kRowsPerCopy + sub, ch, CH), src + i * step, true);
+  }
+}
+
 // Copies the K (is_k) or V rows of keys key0 .. key0 + 31 of the tile's kv head into a ring buffer
 // at dst (HalfRows layout), zero-filled beyond the context. Lane l resolves key key0 + l
 // (resolve_key_row); the copy instructions take the row offsets from the resolving lanes by
@@ -338,24 +380,10 @@ __device__ __forceinline__ void copy_half_rows(const AttnParams& P, const Decode
   if constexpr (HD == 128) {
     constexpr int kRowsPerCopy = 32 / CH;  // key rows one warp instruction copies
     const int ch = lane % CH, sub = lane / CH;
-    // Every row from one source and each 16 keys in one run of rows (the paged cache with blocks
-    // of a multiple of 16 keys: key0 is a multiple of 32; or this step's keys): rows r and r + 2 of
-    // a run lie num_kv_heads * HD apart, so a lane steps its own address instead of receiving each
-    // row's by shuffles (ncu, the Qwen3-8B burst's decode steps: the copies were ~18% of the
-    // kernel's instructions, 150 per half sub-block). The same bytes land in the same places.
-    const int where0 = __shfl_sync(0xffffffffu, row.where, 0);
-    const bool one_run = __all_sync(0xffffffffu, row.where == where0) &&
-                         (where0 == 2 || (where0 == 1 && P.block_size % 16 == 0));
-    if (one_run) {
-      const int64_t step = int64_t(kRowsPerCopy) * P.num_kv_heads * HD;
-#pragma unroll
-      for (int run = 0; run < 2; ++run) {
-        const bf16* src = shfl_row_source(own, run * 16 + sub) + ch * 8;
-#pragma unroll
-        for (int i = 0; i < 16 / kRowsPerCopy; ++i) {
-          cp_async_16(dst + swizzled(run * 16 + i * kRowsPerCopy + sub, ch, CH), src + i * step, true);
-        }
-      }
+    // Two runs of 16 keys (key0 is a multiple of 32) where every row has one source.
+    if (key_rows_in_runs(P, row, 0, 32, lane)) {
+      copy_key_run16<HD>(P, own, 0, dst, 0, lane);
+      copy_key_run16<HD>(P, own, 16, dst, 16, lane);
       return;
     }
 #pragma unroll

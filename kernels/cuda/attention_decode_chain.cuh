@@ -16,8 +16,9 @@
 // rows.
 // Copies: each lane first resolves two key rows through the block table (keys lane and lane + 32:
 // the table loads overlap), once per sub-block for its K and its V rows; then the rows are copied
-// in 16-byte cp.async chunks, CH lanes per row, the row offsets passed by shuffles; keys beyond the
-// context are zero-filled. The grid is implicit, as attention_decode_kernel's, and so is the set-up
+// in 16-byte cp.async chunks, CH lanes per row: at head_dim 128 as four runs of 16 keys where the
+// rows allow (copy_key_run16), else with the row offsets passed by shuffles, keys beyond the context
+// zero-filled. The grid is implicit, as attention_decode_kernel's, and so is the set-up
 // and the end of a segment (decode_tile_setup, finish_decode_segment; the same merge kernel).
 // kHalves = 1: tiles of at most 8 rows, at head_dim 128 on the swapped products of
 // attention_decode_swapped.cuh as attention_decode_kernel's. Bits: the same arithmetic
@@ -104,15 +105,26 @@ __global__ void __launch_bounds__(32, 1) attention_decode_chain_kernel(AttnParam
       const bf16* fresh = next_load.part == 0 ? P.k_new : P.v_new;
       const bf16* own[2] = {key_row_source(next_load.row[0], cache, fresh), key_row_source(next_load.row[1], cache, fresh)};
       const uint32_t dst = buffers + buf * L::kRowsBytes;
-      const int ch = lane % CH, sub = lane / CH;
+      // Head_dim 128 only, where it was measured (H200, decode-chain-ring rows: 0.89-0.94x the time).
+      // The four-warp kernel (one run per warp) measured 1.02-1.04x slower with runs at batch 1 x
+      // 2048 keys and keeps its shuffles (bench/cuda/NOTES.md).
+      if (HD == 128 && key_rows_in_runs(P, next_load.row[0], 0, 32, lane) &&
+          key_rows_in_runs(P, next_load.row[1], 0, 32, lane)) {
+#pragma unroll
+        for (int run = 0; run < kAttnKeys / 16; ++run) {  // four runs of 16 keys (sb0 is a multiple of 64)
+          copy_key_run16<HD>(P, own[run / 2], (run % 2) * 16, dst, run * 16, lane);
+        }
+      } else {
+        const int ch = lane % CH, sub = lane / CH;
 #pragma unroll 8
-      for (int i = 0; i < kAttnKeys / kRowsPerCopy; ++i) {
-        const int r = i * kRowsPerCopy + sub;
-        const bool high = r >= 32;  // the key is held in slot 1 of lane r - 32 (values selected, not
-                                    // a reference: that put the rows in local memory)
-        const bf16* src = shfl_row_source(high ? own[1] : own[0], r & 31);
-        const int w = __shfl_sync(0xffffffffu, high ? next_load.row[1].where : next_load.row[0].where, r & 31);
-        cp_async_16(dst + swizzled(r, ch, CH), src + ch * 8, w != 0);
+        for (int i = 0; i < kAttnKeys / kRowsPerCopy; ++i) {
+          const int r = i * kRowsPerCopy + sub;
+          const bool high = r >= 32;  // the key is held in slot 1 of lane r - 32 (values selected, not
+                                      // a reference: that put the rows in local memory)
+          const bf16* src = shfl_row_source(high ? own[1] : own[0], r & 31);
+          const int w = __shfl_sync(0xffffffffu, high ? next_load.row[1].where : next_load.row[0].where, r & 31);
+          cp_async_16(dst + swizzled(r, ch, CH), src + ch * 8, w != 0);
+        }
       }
       if (++next_load.part == 2) {
         next_load.part = 0;

@@ -30,7 +30,7 @@ __device__ __forceinline__ bool attention_sequence_ok(const AttnParams& P, int s
   } else if (context < q1 - q0) {
     what = 1;
     value = context;
-  } else if ((context + P.block_size - 1) / P.block_size > P.max_blocks_per_seq) {
+  } else if (context > int64_t(P.max_blocks_per_seq) * P.block_size) {  // more blocks than the table holds
     what = 2;
     value = context;
   }
@@ -60,7 +60,10 @@ __device__ __forceinline__ int tile_segment_count(const AttnParams& P, bool read
                                                   int64_t p_max) {
   if (reads_new) return cached > 0 ? 2 : 1;
   const int64_t visible = p_max + 1;
-  if (!P.split_count_kind) return int((visible + P.split_size - 1) / P.split_size);
+  if (!P.split_count_kind) {  // visible >= 1: a shift where the split size is a power of two
+    const int ss = P.split_size;
+    return int((ss & (ss - 1)) == 0 ? (visible + ss - 1) >> (__ffs(ss) - 1) : (visible + ss - 1) / ss);
+  }
   return int(min(int64_t(P.split_count), visible));
 }
 
