@@ -153,27 +153,30 @@ struct DecodeTile {
 
 // Fills *t; false when this block has nothing to do for it: a bad layout (reported by the first
 // block's first lane), no decode tile, or no segment for slot blockIdx.x.
-// Before anything waits on query_start / context_lens, the block table's line of this slot's first
-// segment (invariant mode: keys from blockIdx.x * split_size; default mode: the row's start) is
-// prefetched, so that the first copy's row lookups hit L1 instead of waiting on a second round
-// trip (a short context's set-up is a chain of such waits).
+// The sequence's layout loads go out first; while they are in flight, the block table's line of
+// this slot's first segment (invariant mode: keys from blockIdx.x * split_size; default mode: the
+// row's start) is prefetched, so that the first copy's row lookups hit L1 instead of waiting on a
+// second round trip (a short context's set-up is a chain of such waits).
 __device__ __forceinline__ bool decode_tile_setup(const AttnParams& P, int s, int g, int lane, DecodeTile* t) {
+  const SequenceLayout q = load_sequence_layout(P, s);
   if (lane == 0 && P.max_blocks_per_seq > 0) {
-    const int64_t first = P.split_count_kind ? 0 : int64_t(blockIdx.x) * P.split_size / P.block_size;
+    const int bs = P.block_size;
+    const int64_t key = P.split_count_kind ? 0 : int64_t(blockIdx.x) * P.split_size;
+    const int64_t first = (bs & (bs - 1)) == 0 ? key >> (__ffs(bs) - 1) : key / bs;
     const int64_t entry = int64_t(s) * P.max_blocks_per_seq + min(first, int64_t(P.max_blocks_per_seq - 1));
     asm volatile("prefetch.global.L1 [%0];\n" ::"l"(P.block_tables + entry));
   }
   const bool reporter = blockIdx.x == 0 && g == 0 && lane == 0;
   if (reporter && s == 0) attention_report_bad_ends(P);
-  if (!attention_sequence_ok(P, s, reporter)) return false;
+  if (!attention_sequence_ok(P, s, q, reporter)) return false;
   t->s = s;
   t->g = g;
   t->group = P.num_q_heads / P.num_kv_heads;
   t->group_shift = (t->group & (t->group - 1)) == 0 ? __ffs(t->group) - 1 : -1;
-  t->qs = P.query_start[s];
-  t->q_len = P.query_start[s + 1] - t->qs;
+  t->qs = q.q0;
+  t->q_len = q.q1 - q.q0;
   if (!decode_tile(t->q_len * t->group, &t->row0, &t->nrows)) return false;
-  t->context = P.context_lens[s];
+  t->context = q.context;
   t->cached = t->context - t->q_len;
   t->reads_new = P.split_count_kind && P.separate_new_keys && t->q_len > 1;
   t->nseg = tile_segment_count(P, t->reads_new, t->cached, t->cached + t->row_token(t->row0 + t->nrows - 1));

@@ -28,11 +28,12 @@ __global__ void attention_decode_merge_kernel(AttnParams P, DecodeGrid grid) {
   const int group = P.num_q_heads / P.num_kv_heads;
   int64_t qs = 0;
   int row0 = 0, nrows = 0, nseg = 0;  // nseg <= 1: nothing to fold for this row
-  if (attention_sequence_ok(P, s, false)) {
-    qs = P.query_start[s];
-    const int64_t q_len = P.query_start[s + 1] - qs;
+  const SequenceLayout q = load_sequence_layout(P, s);
+  if (attention_sequence_ok(P, s, q, false)) {
+    qs = q.q0;
+    const int64_t q_len = q.q1 - q.q0;
     if (decode_tile(q_len * group, &row0, &nrows) && r < nrows) {
-      const int64_t cached = P.context_lens[s] - q_len;
+      const int64_t cached = q.context - q_len;
       const bool reads_new = P.split_count_kind && P.separate_new_keys && q_len > 1;
       nseg = tile_segment_count(P, reads_new, cached, cached + (row0 + nrows - 1) / group);
     }

@@ -19,23 +19,30 @@ namespace samebits::cuda {
 constexpr int kDecodeRows = 16;  // a decode tile fills at most one warp's 16 mma rows
 constexpr int kWorklistThreads = 1024;
 
-// Whether sequence s's layout is valid (see check_attention_sequences); reports when asked.
-__device__ __forceinline__ bool attention_sequence_ok(const AttnParams& P, int s, bool report) {
-  const int64_t q0 = P.query_start[s], q1 = P.query_start[s + 1], context = P.context_lens[s];
-  int what = -1;
-  long long value = 0;
-  if (q0 < 0 || q1 < q0 || q1 > P.T) {
-    what = 0;
-    value = q1;
-  } else if (context < q1 - q0) {
-    what = 1;
-    value = context;
-  } else if (context > int64_t(P.max_blocks_per_seq) * P.block_size) {  // more blocks than the table holds
-    what = 2;
-    value = context;
-  }
-  if (what >= 0 && report) report_device_error(P.mailbox, kErrAttentionLayout, s, value, what);
+// Sequence s's rows of the call, [q0, q1), and its context, as the kernels read them.
+struct SequenceLayout {
+  int64_t q0, q1, context;
+};
+__device__ __forceinline__ SequenceLayout load_sequence_layout(const AttnParams& P, int s) {
+  return SequenceLayout{P.query_start[s], P.query_start[s + 1], P.context_lens[s]};
+}
+
+// Whether sequence s's layout is valid (see check_attention_sequences); reports when asked. The
+// checks are formed without branches between them, so that all three loads go out together (with
+// the context's check behind a branch on the others, the decode kernels waited for memory twice in
+// a row at their start: ncu, bench/cuda/NOTES.md).
+__device__ __forceinline__ bool attention_sequence_ok(const AttnParams& P, int s, const SequenceLayout& q,
+                                                      bool report) {
+  const bool ends_bad = (q.q0 < 0) | (q.q1 < q.q0) | (q.q1 > P.T);
+  const bool context_bad = q.context < q.q1 - q.q0;
+  // More blocks than the table holds (ceil(context / block_size) > max_blocks_per_seq; context >= 0 here).
+  const bool table_bad = q.context > int64_t(P.max_blocks_per_seq) * P.block_size;
+  const int what = ends_bad ? 0 : context_bad ? 1 : table_bad ? 2 : -1;
+  if (what >= 0 && report) report_device_error(P.mailbox, kErrAttentionLayout, s, what == 0 ? q.q1 : q.context, what);
   return what < 0;
+}
+__device__ __forceinline__ bool attention_sequence_ok(const AttnParams& P, int s, bool report) {
+  return attention_sequence_ok(P, s, load_sequence_layout(P, s), report);
 }
 
 // query_start[0] == 0 and query_start[num_seqs] == T, reported once per kernel that checks it.

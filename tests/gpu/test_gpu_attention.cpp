@@ -225,6 +225,30 @@ TEST(GpuAttention, RunToRunAndHostMirrorsDoNotMatter) {
   EXPECT_TRUE(same_bits(*with, *without));
 }
 
+// The arguments of one small call with device-side layout checks only (no host mirrors): tables
+// of two blocks over a cache of four, head shape `shape`.
+AttentionArgs layout_check_args(const AttnShapeG& shape, const bf16* q, const bf16* cache, const int32_t* query_start,
+                                const int32_t* context_lens, const int32_t* tables, int num_seqs, int64_t T,
+                                bf16* out) {
+  AttentionArgs a;
+  a.q = q;
+  a.k_cache = a.v_cache = cache;
+  a.query_start = query_start;
+  a.context_lens = context_lens;
+  a.block_tables = tables;
+  a.num_seqs = num_seqs;
+  a.max_blocks_per_seq = 2;
+  a.T = T;
+  a.num_q_heads = shape.hq;
+  a.num_kv_heads = shape.hkv;
+  a.head_dim = shape.hd;
+  a.block_size = shape.block_size;
+  a.num_blocks = 4;
+  a.scale = 0.125f;
+  a.out = out;
+  return a;
+}
+
 #if defined(SAMEBITS_HAVE_CUDA)
 
 TEST(GpuAttention, DecodeKernelEqualsGeneralKernelBitwise) {
@@ -350,33 +374,41 @@ TEST(GpuAttention, PlantedSharedExpsSlipIsSeen) {
 TEST(GpuAttention, BadLayoutWithoutHostMirrorsIsReportedByTheDevice) {
   SAMEBITS_REQUIRE_GPU();
   const AttnShapeG shape = kShapes[0];
+  const int32_t bs = shape.block_size;
   auto dq = device_copy(*gpu, random_bf16(size_t(2 * shape.q_row()), 1));
   auto dc = device_copy(*gpu, random_bf16(size_t(4 * shape.block_size * shape.kv_row()), 2));
-  auto dqs = device_copy(*gpu, std::vector<int32_t>{0, 2});
-  auto dctx = device_copy(*gpu, std::vector<int32_t>{1});  // below its 2 query tokens
-  auto dtab = device_copy(*gpu, std::vector<int32_t>{1, 2});
+  auto dtab = device_copy(*gpu, std::vector<int32_t>{1, 2, 1, 2});  // two sequences of two blocks
   DeviceBuffer<bf16> out(*gpu, size_t(2 * shape.q_row()));
-  AttentionArgs a;
-  a.q = dq->data();
-  a.k_cache = a.v_cache = dc->data();
-  a.query_start = dqs->data();
-  a.context_lens = dctx->data();
-  a.block_tables = dtab->data();
-  a.num_seqs = 1;
-  a.max_blocks_per_seq = 2;
-  a.T = 2;
-  a.num_q_heads = shape.hq;
-  a.num_kv_heads = shape.hkv;
-  a.head_dim = shape.hd;
-  a.block_size = shape.block_size;
-  a.num_blocks = 4;
-  a.scale = 0.125f;
-  a.out = out.data();
-  ExecContext ctx;
-  SAMEBITS_ASSERT_OK(gpu->attention(ctx, a));
-  const absl::Status st = gpu->synchronize(ctx);
-  EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument) << st;
-  EXPECT_NE(std::string(st.message()).find("context_lens"), std::string::npos) << st;
+  // One call over T = 2 query tokens with these query_start / context_lens (tables of 2 blocks);
+  // the status the next synchronize returns.
+  auto run = [&](std::vector<int32_t> qs, std::vector<int32_t> ctx) {
+    auto dqs = device_copy(*gpu, qs);
+    auto dctx = device_copy(*gpu, ctx);
+    const AttentionArgs a = layout_check_args(shape, dq->data(), dc->data(), dqs->data(), dctx->data(), dtab->data(),
+                                              int(ctx.size()), 2, out.data());
+    ExecContext ctx_exec;
+    const absl::Status launched = gpu->attention(ctx_exec, a);
+    return launched.ok() ? gpu->synchronize(ctx_exec) : launched;
+  };
+  // Each of the device's layout checks, and the context that fills the table exactly (valid).
+  const struct {
+    std::vector<int32_t> qs, ctx;
+    const char* message;  // nullptr: no error
+  } cases[] = {
+      {{0, 2}, {1}, "context_lens is below the sequence's query tokens (value 1)"},
+      {{0, 2}, {2 * bs + 1}, "context_lens needs more blocks than max_blocks_per_seq"},
+      {{0, 3, 2}, {4, 4}, "query_start is out of order or outside [0, T]"},
+      {{0, 2}, {2 * bs}, nullptr},
+  };
+  for (const auto& c : cases) {
+    const absl::Status st = run(c.qs, c.ctx);
+    if (c.message == nullptr) {
+      EXPECT_TRUE(st.ok()) << "context " << c.ctx[0] << ": " << st;
+      continue;
+    }
+    EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument) << c.message << ": " << st;
+    EXPECT_NE(std::string(st.message()).find(c.message), std::string::npos) << st;
+  }
 }
 #endif
 
@@ -389,22 +421,8 @@ TEST(GpuAttention, BadBlockTableEntryIsReported) {
   auto dctx = device_copy(*gpu, std::vector<int32_t>{20});
   auto dtab = device_copy(*gpu, std::vector<int32_t>{1, 9});  // 9 >= num_blocks
   DeviceBuffer<bf16> out(*gpu, size_t(shape.q_row()));
-  AttentionArgs a;
-  a.q = dq->data();
-  a.k_cache = a.v_cache = dc->data();
-  a.query_start = dqs->data();
-  a.context_lens = dctx->data();
-  a.block_tables = dtab->data();
-  a.num_seqs = 1;
-  a.max_blocks_per_seq = 2;
-  a.T = 1;
-  a.num_q_heads = shape.hq;
-  a.num_kv_heads = shape.hkv;
-  a.head_dim = shape.hd;
-  a.block_size = shape.block_size;
-  a.num_blocks = 4;
-  a.scale = 0.125f;
-  a.out = out.data();
+  const AttentionArgs a =
+      layout_check_args(shape, dq->data(), dc->data(), dqs->data(), dctx->data(), dtab->data(), 1, 1, out.data());
   ExecContext ctx;
   SAMEBITS_ASSERT_OK(gpu->attention(ctx, a));
   const absl::Status st = gpu->synchronize(ctx);
