@@ -237,8 +237,7 @@ __device__ __forceinline__ void finish_decode_segment(const AttnParams& P, const
 #pragma unroll
       for (int nt = 0; nt < NTD; ++nt) {
         const int d = (nt0 + nt) * 8 + (lane & 3) * 2;
-        dst[d] = to_bf16(__fdiv_rn(o[nt][2 * h], l[h]));
-        dst[d + 1] = to_bf16(__fdiv_rn(o[nt][2 * h + 1], l[h]));
+        *reinterpret_cast<uint32_t*>(dst + d) = attention_output_pair(o[nt][2 * h], o[nt][2 * h + 1], l[h]);
       }
       continue;
     }
@@ -288,7 +287,7 @@ __device__ __forceinline__ void finish_swapped_segment(const AttnParams& P, cons
 #pragma unroll
       for (int mt = 0; mt < HD / 16; ++mt)
 #pragma unroll
-        for (int h = 0; h < 2; ++h) dst[mt * 16 + (lane >> 2) + h * 8] = to_bf16(__fdiv_rn(v[mt][h], l_r));
+        for (int h = 0; h < 2; ++h) dst[mt * 16 + (lane >> 2) + h * 8] = attention_output(v[mt][h], l_r);
     }
     return;
   }
@@ -306,7 +305,7 @@ __device__ __forceinline__ void finish_swapped_segment(const AttnParams& P, cons
 #pragma unroll
       for (int mt = 0; mt < HD / 16; ++mt)
 #pragma unroll
-        for (int h = 0; h < 2; ++h) dst[mt * 16 + (lane >> 2) + h * 8] = to_bf16(__fdiv_rn(ot[mt][2 * h + j], l_q[j]));
+        for (int h = 0; h < 2; ++h) dst[mt * 16 + (lane >> 2) + h * 8] = attention_output(ot[mt][2 * h + j], l_q[j]);
       continue;
     }
     float* dst = P.partials + decode_partial_offset<HD>(P, grid, t.s, t.g, c, r);

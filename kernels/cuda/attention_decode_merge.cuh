@@ -77,7 +77,7 @@ __global__ void attention_decode_merge_kernel(AttnParams P, DecodeGrid grid) {
   const int row = row0 + r;
   bf16* dst = P.out + ((qs + row / group) * P.num_q_heads + g * group + row % group) * HD;
 #pragma unroll
-  for (int i = 0; i < PER; ++i) dst[lane + 32 * i] = to_bf16(__fdiv_rn(ot[i], tot_l));
+  for (int i = 0; i < PER; ++i) dst[lane + 32 * i] = attention_output(ot[i], tot_l);
 }
 
 }  // namespace samebits::cuda

@@ -3,8 +3,8 @@
 // to_bf16 does for every float but NaN (cvt gives the canonical NaN where to_bf16 keeps the sign and
 // the top payload bits); pairs holding a NaN take to_bf16 itself. Same bits as to_bf16 for all 2^32
 // floats (gpu test GpuBf16Round). Why: to_bf16's integer rounding costs about 7 instructions per
-// value, and the element-wise kernels that use this (rmsnorm, qkv_prep, silu_mul) are bound by
-// instruction issue, not by memory.
+// value, and the element-wise kernels that use this (rmsnorm, qkv_prep, silu_mul; the attention
+// kernels' outputs) are bound by instruction issue, not by memory.
 #pragma once
 #include <cstdint>
 
@@ -30,6 +30,14 @@ __device__ __forceinline__ float round_bf16_cvt(float f) {
 __device__ __forceinline__ uint32_t bf16x2_bits(float lo, float hi) {
   if (isnan(lo) || isnan(hi)) return uint32_t(to_bf16(lo).bits) | (uint32_t(to_bf16(hi).bits) << 16);
   return bf16x2_cvt(lo, hi);
+}
+
+// to_bf16(f) by one cvt for every f but NaN (to_bf16 itself): to_bf16's bits for every float.
+__device__ __forceinline__ bf16 to_bf16_fast(float f) {
+  if (isnan(f)) return to_bf16(f);
+  uint16_t h;
+  asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(f));
+  return bf16{h};
 }
 
 // round_bf16 (kernels/bf16.h): f rounded to bf16 and widened back.

@@ -445,8 +445,7 @@ __device__ __forceinline__ void consume(const AttnParams& P, const TileInfo& t, 
     for (int nt = 0; nt < NTD; ++nt) {
       const int d = nt * 8 + (lane & 3) * 2;
       const float4 v = total(nt);
-      dst[d] = to_bf16(__fdiv_rn(h == 0 ? v.x : v.z, tot_l[h]));
-      dst[d + 1] = to_bf16(__fdiv_rn(h == 0 ? v.y : v.w, tot_l[h]));
+      *reinterpret_cast<uint32_t*>(dst + d) = attention_output_pair(h == 0 ? v.x : v.z, h == 0 ? v.y : v.w, tot_l[h]);
     }
   }
 }
