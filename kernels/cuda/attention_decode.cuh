@@ -160,9 +160,8 @@ struct DecodeTile {
 __device__ __forceinline__ bool decode_tile_setup(const AttnParams& P, int s, int g, int lane, DecodeTile* t) {
   const SequenceLayout q = load_sequence_layout(P, s);
   if (lane == 0 && P.max_blocks_per_seq > 0) {
-    const int bs = P.block_size;
-    const int64_t key = P.split_count_kind ? 0 : int64_t(blockIdx.x) * P.split_size;
-    const int64_t first = (bs & (bs - 1)) == 0 ? key >> (__ffs(bs) - 1) : key / bs;
+    const int64_t first =
+        P.split_count_kind ? 0 : quotient_nonneg(int64_t(blockIdx.x) * P.split_size, P.block_size);
     const int64_t entry = int64_t(s) * P.max_blocks_per_seq + min(first, int64_t(P.max_blocks_per_seq - 1));
     asm volatile("prefetch.global.L1 [%0];\n" ::"l"(P.block_tables + entry));
   }

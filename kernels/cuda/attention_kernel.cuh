@@ -90,13 +90,19 @@ struct KeyRow {
   int64_t off;
   int where;
 };
+// x / d for x >= 0 and d > 0 known only at run time: a shift where d is a power of two (the block
+// sizes, split sizes and GQA groups in use), else the division.
+template <typename T>
+__device__ __forceinline__ T quotient_nonneg(T x, int d) {
+  return (d & (d - 1)) == 0 ? x >> (__ffs(d) - 1) : x / d;
+}
 __device__ __forceinline__ KeyRow resolve_key_row(const AttnParams& P, const int32_t* table, int s, int g, int hd,
                                                   int64_t qs, int64_t cached, int64_t context, bool from_new,
                                                   int64_t j) {
   if (j < context && from_new && j >= cached) return KeyRow{((qs + (j - cached)) * P.num_kv_heads + g) * hd, 2};
   if (j < context) {
     const int jj = int(j), bs = P.block_size;
-    int index, slot;
+    int index, slot;  // quotient_nonneg's shift with the matching mask (one test for both)
     if ((bs & (bs - 1)) == 0) {
       index = jj >> (__ffs(bs) - 1);
       slot = jj & (bs - 1);

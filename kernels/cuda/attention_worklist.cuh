@@ -67,10 +67,7 @@ __device__ __forceinline__ int tile_segment_count(const AttnParams& P, bool read
                                                   int64_t p_max) {
   if (reads_new) return cached > 0 ? 2 : 1;
   const int64_t visible = p_max + 1;
-  if (!P.split_count_kind) {  // visible >= 1: a shift where the split size is a power of two
-    const int ss = P.split_size;
-    return int((ss & (ss - 1)) == 0 ? (visible + ss - 1) >> (__ffs(ss) - 1) : (visible + ss - 1) / ss);
-  }
+  if (!P.split_count_kind) return int(quotient_nonneg(visible + P.split_size - 1, P.split_size));  // visible >= 1
   return int(min(int64_t(P.split_count), visible));
 }
 

@@ -20,11 +20,12 @@ __device__ __forceinline__ uint32_t bf16x2_cvt(float lo, float hi) {
   asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
   return r;
 }
-__device__ __forceinline__ float round_bf16_cvt(float f) {
+__device__ __forceinline__ uint16_t bf16_bits_cvt(float f) {
   uint16_t h;
   asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(f));
-  return __uint_as_float(uint32_t(h) << 16);
+  return h;
 }
+__device__ __forceinline__ float round_bf16_cvt(float f) { return __uint_as_float(uint32_t(bf16_bits_cvt(f)) << 16); }
 
 // bf16(lo) in the low 16 bits, bf16(hi) in the high 16 bits (the memory order of two bf16 values).
 __device__ __forceinline__ uint32_t bf16x2_bits(float lo, float hi) {
@@ -35,9 +36,7 @@ __device__ __forceinline__ uint32_t bf16x2_bits(float lo, float hi) {
 // to_bf16(f) by one cvt for every f but NaN (to_bf16 itself): to_bf16's bits for every float.
 __device__ __forceinline__ bf16 to_bf16_fast(float f) {
   if (isnan(f)) return to_bf16(f);
-  uint16_t h;
-  asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(f));
-  return bf16{h};
+  return bf16{bf16_bits_cvt(f)};
 }
 
 // round_bf16 (kernels/bf16.h): f rounded to bf16 and widened back.
