@@ -8,7 +8,8 @@
 // time without each call's host work, as the engine's captured steps see it); decode-kernel,
 // decode-kernel-wide, decode-64row: the decode routes forced (AttentionRoute); decode-chain-ring=
 // 2|4|8 and decode-split-ring=4|8: the few-warps and the four-warps decode kernels with that
-// ring depth, graph replays; decode-burst-wide,
+// ring depth, graph replays; decode-segment: the kernel running a segment's sub-blocks side by
+// side (graph replays); decode-burst-wide,
 // decode-burst-four-warps: the decode-burst rows on the decode kernel in blocks of 8 warps or of
 // at most 4; decode-burst-split-ring=4, decode-burst-chain-ring=2|4: the same rows on the
 // four-warps (split) and the few-warps (chain) decode kernels;
@@ -368,6 +369,15 @@ int main(int argc, char** argv) {
     // launches).
     forced_ring_rows("decode-split", AttentionRoute::kDecodeSplitRing4, 4, {1, 4, 16});
     forced_ring_rows("decode-split", AttentionRoute::kDecodeSplitRing8, 8, {1, 4, 16});
+    // The segment kernel (kAuto takes it for launches that fit one wave of its blocks).
+    for (int seqs : {1, 4, 16}) {
+      for (int64_t context : {2048, 8192}) {
+        add(absl::StrCat("decode-segment/", m, "/batch=", seqs, "/context=", context),
+            [=](benchmark::State& st) {
+              run(st, mode, seqs, context, 1, 128, true, AttentionRoute::kDecodeSegment);
+            });
+      }
+    }
     // Mixed steps: one prefill chunk and decodes in one call (run_mixed).
     for (int64_t chunk : {512, 2048}) {
       for (int decodes : {16, 64}) {

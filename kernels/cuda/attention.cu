@@ -45,6 +45,7 @@
 #include "kernels/cuda/attention_decode.cuh"
 #include "kernels/cuda/attention_decode_chain.cuh"
 #include "kernels/cuda/attention_decode_merge.cuh"
+#include "kernels/cuda/attention_decode_segment.cuh"
 #include "kernels/cuda/attention_decode_split.cuh"
 #include "kernels/cuda/attention_kernel.cuh"
 #include "kernels/cuda/attention_prefill.h"
@@ -275,6 +276,19 @@ absl::Status launch_split_ring(const AttnParams& params, const Extents& e, int r
   return launch_split<HD, cuda::kSplitRingMid>(params, e, stream);
 }
 
+// The decode tiles (at most 8 rows) on attention_decode_segment_kernel: four warps per (segment, kv
+// head), the sub-blocks of a round side by side; larger tiles as kDecodeChainRing2.
+template <int HD>
+absl::Status launch_segment(const AttnParams& params, const Extents& e, cudaStream_t stream) {
+  if (e.grid.partial_rows > 8) return launch_chain<HD, 2, cuda::kChainRingShallow>(params, e, stream);
+  constexpr int kBytes = cuda::SegmentLayout<HD>::kBytes;
+  static bool smem_set = false;
+  SAMEBITS_RETURN_IF_ERROR(raise_smem_limit(cuda::attention_decode_segment_kernel<HD>, kBytes, &smem_set));
+  const dim3 blocks(unsigned(e.decode_slots), unsigned(params.num_kv_heads), unsigned(params.num_seqs));
+  return cuda::launch_after_previous("attention_decode_segment_kernel", cuda::attention_decode_segment_kernel<HD>,
+                                     blocks, dim3(32 * cuda::kSegmentWarps), kBytes, stream, params, e.grid);
+}
+
 // The ring depth a route forces on the split kernel (0: none).
 int forced_split_ring(AttentionRoute route) {
   switch (route) {
@@ -297,6 +311,11 @@ int blocks_per_sm_by_smem(int bytes) {
   return sm.first / (bytes + sm.second);
 }
 
+// Whether `units` blocks of `bytes` of shared memory each run in one wave.
+bool one_wave(int64_t units, int bytes) {
+  return units <= int64_t(blocks_per_sm_by_smem(bytes)) * cuda::device_sm_count();
+}
+
 // The ring of attention_decode_split_kernel for a launch of `units` (segment, kv head) units of
 // decode tiles of at most 8 rows (0: not that kernel): the deepest ring whose blocks take every
 // unit in ONE wave. Ring 8 (a whole segment in flight) fits 1 block per SM at head_dim 128, 3 at
@@ -307,9 +326,8 @@ int blocks_per_sm_by_smem(int bytes) {
 // launches go to the chain kernel, whose single warps fit many per SM, or the decode kernel.
 template <int HD>
 int split_kernel_ring(int64_t units) {
-  auto one_wave = [&](int bytes) { return units <= int64_t(blocks_per_sm_by_smem(bytes)) * cuda::device_sm_count(); };
-  if (one_wave(cuda::SplitLayout<HD, cuda::kSplitRingDeep>::kBytes)) return cuda::kSplitRingDeep;
-  if (one_wave(cuda::SplitLayout<HD, cuda::kSplitRingMid>::kBytes)) return cuda::kSplitRingMid;
+  if (one_wave(units, cuda::SplitLayout<HD, cuda::kSplitRingDeep>::kBytes)) return cuda::kSplitRingDeep;
+  if (one_wave(units, cuda::SplitLayout<HD, cuda::kSplitRingMid>::kBytes)) return cuda::kSplitRingMid;
   return 0;
 }
 
@@ -376,21 +394,33 @@ absl::Status launch(const AttnParams& base, const Extents& e, AttentionRoute rou
     const int max_warps = !widest && (four_warps || grid.max_segments == 1) ? 4 : 8;
     const int64_t warps = e.decode_tiles * base.num_kv_heads * e.decode_slots;
     const bool planted = route == AttentionRoute::kDecodeSharedExpsPlanted && share_exps(e);
-    const int auto_split = !widest && !four_warps && grid.partial_rows <= 8 ? split_kernel_ring<HD>(warps) : 0;
+    // The smallest launches (every unit in one wave of four-warp blocks): the segment kernel where
+    // segments are fixed runs of at least four sub-blocks (invariant mode), else the split kernel
+    // with the deepest ring that keeps one wave. H200 (bench/cuda/NOTES.md, 2026-12-03): invariant
+    // batch 1 x 2048 keys 0.82-0.84x the split kernel's time, batch 1-4 x 512 0.83-0.91x; default
+    // mode's segments of a few keys (batch 1-4 x 128-512) 1.2x, hence the split kernel there.
+    const bool small_tiles = !widest && !four_warps && grid.partial_rows <= 8;
+    const bool whole_rounds = !base.split_count_kind && base.split_size >= cuda::kSegmentWarps * cuda::kAttnKeys;
+    const bool auto_segment = small_tiles && whole_rounds && one_wave(warps, cuda::SegmentLayout<HD>::kBytes);
+    const int auto_split = small_tiles && !auto_segment ? split_kernel_ring<HD>(warps) : 0;
     const bool auto_chain = !widest && !four_warps && warps < chain_kernel_below_warps<HD>();
-    // The ring of the split or the chain kernel that takes the decode tiles (0: not that kernel): a
-    // forced one (the route names at most one, the planted route none), else the automatic choice.
+    // The kernel that takes the decode tiles: a forced one (the route names at most one, the planted
+    // route none), else the automatic choice; split, chain: that kernel's ring (0: not that kernel).
+    bool segment = route == AttentionRoute::kDecodeSegment;
     int split = forced_split_ring(route), chain = forced_chain_ring(route);
-    if (!planted && split == 0 && chain == 0) {
-      if (auto_split > 0) {
+    if (!planted && !segment && split == 0 && chain == 0) {
+      if (auto_segment) {
+        segment = true;
+      } else if (auto_split > 0) {
         split = auto_split;
       } else if (auto_chain) {
         chain = cuda::kChainRingShallow;
       }
     }
-    merge_overlaps = split > 0 || chain > 0;
+    merge_overlaps = segment || split > 0 || chain > 0;
     const absl::Status st =
         planted     ? launch_decode<HD, 1, 1, cuda::kExpsSharedPlanted>(params, e, stream)
+        : segment   ? launch_segment<HD>(params, e, stream)
         : split > 0 ? launch_split_ring<HD>(params, e, split, stream)
         : chain > 0 ? launch_chain_ring<HD>(params, e, chain, stream)
         : grid.partial_rows <= 8 ? launch_decode_tiles<HD, 1>(params, e, widest, max_warps, stream)
@@ -398,7 +428,7 @@ absl::Status launch(const AttnParams& base, const Extents& e, AttentionRoute rou
     if (!st.ok()) return st;
   }
   if (grid.max_segments > 1) {
-    // After the chain or split kernel (few warps per SM) the merge is their programmatic dependent
+    // After the chain, split or segment kernel (few warps per SM) the merge is their programmatic dependent
     // (cuda_common.h, launch_after_previous): its blocks are scheduled while the decode grid
     // runs and wait on the device for it, which hides the launch between the two. After
     // attention_decode_kernel (SMs full of registers) that was slower, and the merge is an ordinary

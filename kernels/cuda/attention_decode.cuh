@@ -256,12 +256,14 @@ __device__ __forceinline__ void finish_decode_segment(const AttnParams& P, const
 
 // finish_decode_segment for the swapped form of a tile of at most 8 rows (ot: O^T as
 // value_keys_swapped leaves it; m, l, first: the row layout's, lane / 4's row): the same values
-// written to the same places.
-template <int HD>
+// written to the same places. NMT < HD / 16: ot holds only the output dims of the m16 tiles
+// mt0 .. mt0 + NMT - 1 (a warp of attention_decode_segment_kernel), and only the warp with `stats`
+// writes m and l.
+template <int HD, int NMT = HD / 16>
 __device__ __forceinline__ void finish_swapped_segment(const AttnParams& P, const DecodeGrid& grid, const DecodeTile& t,
-                                                       int c, int lane, const float (&ot)[HD / 16][4],
+                                                       int c, int lane, const float (&ot)[NMT][4],
                                                        const float (&m)[2], const float (&l)[2],
-                                                       const bool (&first)[2]) {
+                                                       const bool (&first)[2], int mt0 = 0, bool stats = true) {
   if (t.nseg == 1 && t.nrows <= 4) {
     // At most 4 rows (e.g. 4 GQA heads of one token): they are the columns of the lanes with
     // lane % 4 < 2, and the lanes with lane % 4 >= 2 hold absent ones. Lanes lane and lane ^ 2 share
@@ -271,9 +273,9 @@ __device__ __forceinline__ void finish_swapped_segment(const AttnParams& P, cons
     // bounding this kernel on short contexts).
     const bool second = (lane & 2) != 0;
     const int r = (lane & 1) * 2 + (second ? 1 : 0);
-    float v[HD / 16][2];
+    float v[NMT][2];
 #pragma unroll
-    for (int mt = 0; mt < HD / 16; ++mt)
+    for (int mt = 0; mt < NMT; ++mt)
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         const float partner = __shfl_xor_sync(0xffffffffu, ot[mt][2 * h + 1], 2);
@@ -284,9 +286,9 @@ __device__ __forceinline__ void finish_swapped_segment(const AttnParams& P, cons
     if (r < t.nrows && !first_r) {
       bf16* dst = P.out + decode_row_offset<HD>(P, t, r);
 #pragma unroll
-      for (int mt = 0; mt < HD / 16; ++mt)
+      for (int mt = 0; mt < NMT; ++mt)
 #pragma unroll
-        for (int h = 0; h < 2; ++h) dst[mt * 16 + (lane >> 2) + h * 8] = attention_output(v[mt][h], l_r);
+        for (int h = 0; h < 2; ++h) dst[(mt0 + mt) * 16 + (lane >> 2) + h * 8] = attention_output(v[mt][h], l_r);
     }
     return;
   }
@@ -302,19 +304,21 @@ __device__ __forceinline__ void finish_swapped_segment(const AttnParams& P, cons
       if (first_q[j]) continue;
       bf16* dst = P.out + decode_row_offset<HD>(P, t, r);
 #pragma unroll
-      for (int mt = 0; mt < HD / 16; ++mt)
+      for (int mt = 0; mt < NMT; ++mt)
 #pragma unroll
-        for (int h = 0; h < 2; ++h) dst[mt * 16 + (lane >> 2) + h * 8] = attention_output(ot[mt][2 * h + j], l_q[j]);
+        for (int h = 0; h < 2; ++h) {
+          dst[(mt0 + mt) * 16 + (lane >> 2) + h * 8] = attention_output(ot[mt][2 * h + j], l_q[j]);
+        }
       continue;
     }
     float* dst = P.partials + decode_partial_offset<HD>(P, grid, t.s, t.g, c, r);
 #pragma unroll
-    for (int mt = 0; mt < HD / 16; ++mt)
+    for (int mt = 0; mt < NMT; ++mt)
 #pragma unroll
-      for (int h = 0; h < 2; ++h) dst[mt * 16 + (lane >> 2) + h * 8] = first_q[j] ? 0.0f : ot[mt][2 * h + j];
+      for (int h = 0; h < 2; ++h) dst[(mt0 + mt) * 16 + (lane >> 2) + h * 8] = first_q[j] ? 0.0f : ot[mt][2 * h + j];
   }
   const int r = lane >> 2;
-  if (t.nseg > 1 && (lane & 3) == 0 && r < t.nrows) {
+  if (stats && t.nseg > 1 && (lane & 3) == 0 && r < t.nrows) {
     float* dst = P.partials + decode_partial_offset<HD>(P, grid, t.s, t.g, c, r);
     dst[HD] = first[0] ? 0.0f : m[0];
     dst[HD + 1] = first[0] ? 0.0f : l[0];
@@ -407,6 +411,49 @@ __device__ __forceinline__ void copy_half_rows(const AttnParams& P, const Decode
         cp_async_16(dst + swizzled(r, c, CH), src + c * 8, w != 0);
       }
     }
+  }
+}
+
+// This lane's two key rows of the sub-block from sb0 (keys sb0 + lane and sb0 + lane + 32: the two
+// table loads overlap), resolved once for the sub-block's K and V copies (copy_sub_block_rows).
+template <int HD>
+__device__ __forceinline__ void resolve_sub_block_rows(const AttnParams& P, const DecodeTile& t, bool from_new,
+                                                       int64_t sb0, int lane, KeyRow (&row)[2]) {
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    row[h] = resolve_key_row(P, t.table, t.s, t.g, HD, t.qs, t.cached, t.context, from_new, sb0 + lane + 32 * h);
+  }
+}
+
+// Copies the K (is_k) or V rows of a whole sub-block (64 keys, `row` from resolve_sub_block_rows)
+// into the swizzled tile at dst with one warp, in 16-byte cp.async chunks, CH lanes per row: at
+// head_dim 128 as four runs of 16 keys where the rows allow (copy_key_run16; H200, the chain
+// kernel's decode-chain-ring rows: 0.89-0.94x the time), else with the row offsets passed by
+// shuffles, keys beyond the context zero-filled.
+template <int HD>
+__device__ __forceinline__ void copy_sub_block_rows(const AttnParams& P, const KeyRow (&row)[2], bool is_k,
+                                                    uint32_t dst, int lane) {
+  constexpr int CH = HD / 8;             // 16-byte chunks per row
+  constexpr int kRowsPerCopy = 32 / CH;  // key rows one warp instruction copies
+  const bf16* cache = is_k ? P.k_cache : P.v_cache;
+  const bf16* fresh = is_k ? P.k_new : P.v_new;
+  const bf16* own[2] = {key_row_source(row[0], cache, fresh), key_row_source(row[1], cache, fresh)};
+  if (HD == 128 && key_rows_in_runs(P, row[0], 0, 32, lane) && key_rows_in_runs(P, row[1], 0, 32, lane)) {
+#pragma unroll
+    for (int run = 0; run < kAttnKeys / 16; ++run) {  // four runs of 16 keys (sb0 is a multiple of 64)
+      copy_key_run16<HD>(P, own[run / 2], (run % 2) * 16, dst, run * 16, lane);
+    }
+    return;
+  }
+  const int ch = lane % CH, sub = lane / CH;
+#pragma unroll 8
+  for (int i = 0; i < kAttnKeys / kRowsPerCopy; ++i) {
+    const int r = i * kRowsPerCopy + sub;
+    const bool high = r >= 32;  // the key is held in slot 1 of lane r - 32 (values selected, not a
+                                // reference: that put the rows in local memory)
+    const bf16* src = shfl_row_source(high ? own[1] : own[0], r & 31);
+    const int w = __shfl_sync(0xffffffffu, high ? row[1].where : row[0].where, r & 31);
+    cp_async_16(dst + swizzled(r, ch, CH), src + ch * 8, w != 0);
   }
 }
 

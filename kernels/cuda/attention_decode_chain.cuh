@@ -6,20 +6,20 @@
 // waits and branches than attention_decode_kernel (attention_decode.cuh: half sub-blocks, a loop
 // over the parts, several warps per block), which is faster where many warps share an SM (large
 // batches, short contexts) and slower here (H200, bench/cuda/NOTES.md).
-// The smallest launches (one wave of four-warp blocks) go to attention_decode_split.cuh, which
-// shares each sub-block among four warps.
+// The smallest launches (one wave of four-warp blocks) go to attention_decode_segment.cuh (a
+// segment's sub-blocks side by side) or attention_decode_split.cuh (each sub-block shared by four
+// warps).
 // Ring depth: the deeper the ring, the more of a segment's rows are in flight at once (a 256-key
 // segment at head_dim 128 is 8 items: with kRing = 8 all of it), so that the copies' latency would
 // be paid once per segment rather than once per sub-block, where the blocks still all fit the SMs'
 // shared memory. attention.cu's automatic route keeps kRing = 2 (the depth measured before); 4 and
 // 8 are forced routes (AttentionRoute::kDecodeChainRing*) timed by the bench's decode-chain-ring
 // rows.
-// Copies: each lane first resolves two key rows through the block table (keys lane and lane + 32:
-// the table loads overlap), once per sub-block for its K and its V rows; then the rows are copied
-// in 16-byte cp.async chunks, CH lanes per row: at head_dim 128 as four runs of 16 keys where the
-// rows allow (copy_key_run16), else with the row offsets passed by shuffles, keys beyond the context
-// zero-filled. The grid is implicit, as attention_decode_kernel's, and so is the set-up
-// and the end of a segment (decode_tile_setup, finish_decode_segment; the same merge kernel).
+// Copies: each lane first resolves two key rows through the block table, once per sub-block for
+// its K and its V rows (resolve_sub_block_rows), then the warp copies the whole sub-block's rows
+// (copy_sub_block_rows: runs of 16 keys where the rows allow). The grid is implicit, as
+// attention_decode_kernel's, and so is the set-up and the end of a segment (decode_tile_setup,
+// finish_decode_segment; the same merge kernel).
 // kHalves = 1: tiles of at most 8 rows, at head_dim 128 on the swapped products of
 // attention_decode_swapped.cuh as attention_decode_kernel's. Bits: the same arithmetic
 // (attend_score_keys or its swapped form, attend_softmax, attend_value_keys or its swapped form), so
@@ -48,9 +48,7 @@ struct ChainLayout {
 template <int HD, int kHalves, int kRing, int kExps = kExpsOwn>
 __global__ void __launch_bounds__(32, 1) attention_decode_chain_kernel(AttnParams P, DecodeGrid grid) {
   using L = ChainLayout<HD, kRing>;
-  constexpr int CH = HD / 8;             // 16-byte chunks per row
-  constexpr int NTD = HD / 8;            // n8 tiles over head_dim
-  constexpr int kRowsPerCopy = 32 / CH;  // key rows one warp instruction copies
+  constexpr int NTD = HD / 8;  // n8 tiles over head_dim
   extern __shared__ __align__(128) unsigned char smem[];
   const uint32_t q_s = smem_addr(smem);
   const uint32_t buffers = q_s + L::kBuffers;
@@ -89,43 +87,15 @@ __global__ void __launch_bounds__(32, 1) attention_decode_chain_kernel(AttnParam
   seek(next_load, int(blockIdx.x));
 
   // Issues the rows at the cursor into buffer `buf` as one cp.async group (an empty group when
-  // nothing is left, so that every item is one group) and advances the cursor. Lane l resolves
-  // keys l and l + 32 (resolve_key_row); each copy instruction takes its row from them by shuffles.
+  // nothing is left, so that every item is one group) and advances the cursor; the rows are
+  // resolved with the K part (resolve_sub_block_rows) and copied by copy_sub_block_rows.
   auto issue = [&](int buf) {
     if (next_load.c < nseg) {
       if (next_load.part == 0) {
         const int64_t sb0 = next_load.sb_first + int64_t(next_load.i) * kAttnKeys;
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          next_load.row[h] = resolve_key_row(P, t.table, t.s, t.g, HD, t.qs, t.cached, t.context, next_load.from_new,
-                                             sb0 + lane + 32 * h);
-        }
+        resolve_sub_block_rows<HD>(P, t, next_load.from_new, sb0, lane, next_load.row);
       }
-      const bf16* cache = next_load.part == 0 ? P.k_cache : P.v_cache;
-      const bf16* fresh = next_load.part == 0 ? P.k_new : P.v_new;
-      const bf16* own[2] = {key_row_source(next_load.row[0], cache, fresh), key_row_source(next_load.row[1], cache, fresh)};
-      const uint32_t dst = buffers + buf * L::kRowsBytes;
-      // Head_dim 128 only, where it was measured (H200, decode-chain-ring rows: 0.89-0.94x the time).
-      // The four-warp kernel (one run per warp) measured 1.02-1.04x slower with runs at batch 1 x
-      // 2048 keys and keeps its shuffles (bench/cuda/NOTES.md).
-      if (HD == 128 && key_rows_in_runs(P, next_load.row[0], 0, 32, lane) &&
-          key_rows_in_runs(P, next_load.row[1], 0, 32, lane)) {
-#pragma unroll
-        for (int run = 0; run < kAttnKeys / 16; ++run) {  // four runs of 16 keys (sb0 is a multiple of 64)
-          copy_key_run16<HD>(P, own[run / 2], (run % 2) * 16, dst, run * 16, lane);
-        }
-      } else {
-        const int ch = lane % CH, sub = lane / CH;
-#pragma unroll 8
-        for (int i = 0; i < kAttnKeys / kRowsPerCopy; ++i) {
-          const int r = i * kRowsPerCopy + sub;
-          const bool high = r >= 32;  // the key is held in slot 1 of lane r - 32 (values selected, not
-                                      // a reference: that put the rows in local memory)
-          const bf16* src = shfl_row_source(high ? own[1] : own[0], r & 31);
-          const int w = __shfl_sync(0xffffffffu, high ? next_load.row[1].where : next_load.row[0].where, r & 31);
-          cp_async_16(dst + swizzled(r, ch, CH), src + ch * 8, w != 0);
-        }
-      }
+      copy_sub_block_rows<HD>(P, next_load.row, next_load.part == 0, buffers + buf * L::kRowsBytes, lane);
       if (++next_load.part == 2) {
         next_load.part = 0;
         if (++next_load.i == next_load.nsb) seek(next_load, next_load.c + int(gridDim.x));

@@ -1,5 +1,7 @@
-// The decode kernel for the smallest launches (kernels/cuda/attention.cu chooses): FOUR warps per
-// (segment slot, kv head, sequence), one block each, for decode tiles of at most 8 rows.
+// The decode kernel for small launches that the segment kernel (attention_decode_segment.cuh) does
+// not take: default mode's segments of a few keys, and invariant launches too large for one wave
+// of the segment kernel's blocks (kernels/cuda/attention.cu chooses). FOUR warps per (segment slot,
+// kv head, sequence), one block each, for decode tiles of at most 8 rows.
 // Why: invariant mode's segment is 256 fixed keys, so at batch 1-4 a launch has only tens of
 // (segment, kv head) units; one warp each (attention_decode_chain.cuh) walks its sub-blocks as one
 // dependent chain of copies and arithmetic and leaves the SMs nearly idle (H200: 64 warps for 132

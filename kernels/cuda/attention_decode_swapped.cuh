@@ -113,31 +113,48 @@ __device__ __forceinline__ void swapped_row_values(T v, T (&out)[2]) {
   out[1] = __shfl_sync(0xffffffffu, v, (lane & 3) * 8 + 4);
 }
 
+// O^T's rows times their factors (alpha_q: this lane's rows (lane % 4) * 2 and + 1), before a
+// sub-block's P V.
+template <int NMT>
+__device__ __forceinline__ void rescale_rows_swapped(const float (&alpha_q)[2], float (&ot)[NMT][4]) {
+#pragma unroll
+  for (int i = 0; i < NMT; ++i)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) ot[i][e] = ot[i][e] * alpha_q[e & 1];
+}
+
+// O^T += V^T bf16(P)^T for the 16-key step kk of the sub-block (V rows at vb_s through `rows`), for
+// the output dims of the m16 tiles mt0 .. mt0 + NMT - 1: ot[i][e] is output dim (mt0 + i) * 16 +
+// lane / 4 + (e / 2) * 8 of row (lane % 4) * 2 + e % 2. b0, b1: the step's P^T fragment, bf16 pairs
+// of the row layout's exponentials (row lane / 4, keys kk * 16 + (lane % 4) * 2 + {0, 1}, and + 8).
+// loaded = false: zero V fragments (keys beyond the context), as attend_value_tiles.
+template <int NMT, typename Rows>
+__device__ __forceinline__ void value_step_swapped(uint32_t vb_s, Rows rows, int kk, int mt0, uint32_t b0,
+                                                   uint32_t b1, float (&ot)[NMT][4], bool loaded = true) {
+  const int lane = threadIdx.x & 31;
+#pragma unroll
+  for (int i = 0; i < NMT; ++i) {
+    uint32_t a[4] = {0u, 0u, 0u, 0u};
+    if (loaded) {
+      ldmatrix_x4_trans(a, vb_s + rows(kk * 16 + (lane & 7) + (lane >> 4) * 8, (mt0 + i) * 2 + ((lane >> 3) & 1)));
+    }
+    mma_bf16_16816(ot[i], a, b0, b1);
+  }
+}
+
 // O^T (rescaled by alpha first when RESCALE) += V^T bf16(P)^T over the 16-key steps [KK0, KK1) of
-// the sub-block, V rows at vb_s through `rows`: ot[mt][e] is output dim mt * 16 + lane / 4 +
-// (e / 2) * 8 of row (lane % 4) * 2 + e % 2; alpha_q: those two rows' factors. loaded = false:
-// zero V fragments (keys beyond the context), as attend_value_tiles.
+// the sub-block, every output dim (value_step_swapped with the P fragments packed from sc);
+// alpha_q: this lane's two rows' factors.
 template <int HD, int KK0, int KK1, bool RESCALE, typename Rows>
 __device__ __forceinline__ void value_keys_swapped(uint32_t vb_s, Rows rows, const float (&sc)[8][4],
                                                    const float (&alpha_q)[2], float (&ot)[HD / 16][4],
                                                    bool loaded = true) {
-  const int lane = threadIdx.x & 31;
-  if constexpr (RESCALE) {
-#pragma unroll
-    for (int mt = 0; mt < HD / 16; ++mt)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) ot[mt][e] = ot[mt][e] * alpha_q[e & 1];
-  }
+  if constexpr (RESCALE) rescale_rows_swapped(alpha_q, ot);
 #pragma unroll
   for (int kk = KK0; kk < KK1; ++kk) {
     const uint32_t b0 = pack_bf16x2(sc[2 * kk][0], sc[2 * kk][1]);
     const uint32_t b1 = pack_bf16x2(sc[2 * kk + 1][0], sc[2 * kk + 1][1]);
-#pragma unroll
-    for (int mt = 0; mt < HD / 16; ++mt) {
-      uint32_t a[4] = {0u, 0u, 0u, 0u};
-      if (loaded) ldmatrix_x4_trans(a, vb_s + rows(kk * 16 + (lane & 7) + (lane >> 4) * 8, mt * 2 + ((lane >> 3) & 1)));
-      mma_bf16_16816(ot[mt], a, b0, b1);
-    }
+    value_step_swapped(vb_s, rows, kk, 0, b0, b1, ot, loaded);
   }
 }
 

@@ -47,7 +47,9 @@ absl::Status cuda_fixed_expf_range(uint32_t first, int64_t n, float* out, bool p
 // decode tiles on the few-warps decode kernel with that ring depth (attention_decode_chain.cuh;
 // kAuto picks the depth from the launch). kDecodeSplitRing4 / 8: decode tiles of at most 8 rows on
 // the four-warps-per-segment kernel with that ring depth (attention_decode_split.cuh; larger tiles
-// as kDecodeChainRing2). kDecodeSharedExpsPlanted (tests only): decode tiles of at most 4 rows on
+// as kDecodeChainRing2). kDecodeSegment: decode tiles of at most 8 rows on the kernel that runs
+// a segment's sub-blocks side by side in four warps (attention_decode_segment.cuh; larger tiles as
+// kDecodeChainRing2). kDecodeSharedExpsPlanted (tests only): decode tiles of at most 4 rows on
 // the decode kernel with a planted slip in its shared-exponentials softmax (attention_kernel.cuh,
 // kExpsSharedPlanted: two columns' exponentials swapped), which the bitwise tests must see; larger
 // tiles as kDecodeKernel. kDecodeKernelFourWarps: decode tiles on the decode kernel in blocks of
@@ -56,7 +58,7 @@ absl::Status cuda_fixed_expf_range(uint32_t first, int64_t n, float* out, bool p
 enum class AttentionRoute { kAuto, kDecodeKernel, kDecodeKernelWide, kGeneralOnly, kPrefillKernel,
                             kPrefillKernelPlanted, kDecodeChainRing2, kDecodeChainRing4, kDecodeChainRing8,
                             kDecodeSplitRing4, kDecodeSplitRing8, kDecodeSharedExpsPlanted,
-                            kDecodeKernelFourWarps };
+                            kDecodeKernelFourWarps, kDecodeSegment };
 absl::Status cuda_attention_routed(const ExecContext& ctx, const AttentionArgs& args, AttentionRoute route);
 
 // Which kernel takes a call's tiles of more than 16 rows, and its launch shape. kAuto, kDecodeKernel

@@ -292,13 +292,15 @@ TEST(GpuAttention, DecodeKernelEqualsGeneralKernelBitwise) {
         std::vector<absl::StatusOr<std::vector<std::vector<bf16>>>> rings;
         const char* ring_names[] = {"the chain kernel with ring 2", "the chain kernel with ring 4",
                                     "the chain kernel with ring 8", "the split kernel with ring 4",
-                                    "the split kernel with ring 8", "the decode kernel in blocks of 4 warps"};
+                                    "the split kernel with ring 8", "the decode kernel in blocks of 4 warps",
+                                    "the segment kernel"};
         for (auto ring : {attention_routed<AttentionRoute::kDecodeChainRing2>,
                           attention_routed<AttentionRoute::kDecodeChainRing4>,
                           attention_routed<AttentionRoute::kDecodeChainRing8>,
                           attention_routed<AttentionRoute::kDecodeSplitRing4>,
                           attention_routed<AttentionRoute::kDecodeSplitRing8>,
-                          attention_routed<AttentionRoute::kDecodeKernelFourWarps>}) {
+                          attention_routed<AttentionRoute::kDecodeKernelFourWarps>,
+                          attention_routed<AttentionRoute::kDecodeSegment>}) {
           o.attention = ring;
           rings.push_back(route_step_g(*gpu, shape, seqs, cached, o));
           ASSERT_TRUE(rings.back().ok()) << rings.back().status();
