@@ -183,6 +183,31 @@ __device__ __forceinline__ bool decode_tile_setup(const AttnParams& P, int s, in
   return int(blockIdx.x) < t->nseg;
 }
 
+// Where a decode kernel's copies stand: segment c of the block's stride (blockIdx.x, + gridDim.x,
+// ...; c >= t.nseg: none left) and the fields of its DecodeSegment that the copies need. Each
+// kernel's cursor adds its own place within the segment.
+struct SegmentPosition {
+  int c, nsb;
+  int sb_first, lo, hi;  // as DecodeSegment's
+  bool from_new;
+};
+// Moves *k to the first segment >= c in the block's stride that holds keys (segments without a
+// sub-block are passed over).
+__device__ __forceinline__ void seek_segment_with_keys(const AttnParams& P, const DecodeTile& t,
+                                                       const int64_t (&pos)[2], int c, SegmentPosition* k) {
+  k->nsb = 0;
+  for (k->c = c; k->c < t.nseg; k->c += int(gridDim.x)) {
+    const DecodeSegment d = decode_segment(P, t.reads_new, t.cached, pos, k->c);
+    if (d.nsb == 0) continue;
+    k->nsb = d.nsb;
+    k->sb_first = d.sb_first;
+    k->lo = d.lo;
+    k->hi = d.hi;
+    k->from_new = d.from_new;
+    return;
+  }
+}
+
 // Offset (elements) of the tile's row r in Q and in the output (query token, q head; head_dim HD).
 template <int HD>
 __device__ __forceinline__ int64_t decode_row_offset(const AttnParams& P, const DecodeTile& t, int r) {
@@ -482,24 +507,12 @@ __global__ void __launch_bounds__(32 * kWarps) attention_decode_kernel(AttnParam
   // The next rows to load: part (0: K lo, 1: K hi, 2: V lo, 3: V hi) of sub-block i of segment c,
   // whose sub-blocks start at sb_first and whose keys are [lo, hi) (c >= nseg: none left).
   // Segments without a sub-block are passed over.
-  struct Cursor {
-    int c, i, nsb, part;
-    int sb_first, lo, hi;  // as DecodeSegment's
-    bool from_new;
+  struct Cursor : SegmentPosition {
+    int i, part;
   };
-  auto seek = [&](Cursor& k, int c) {  // the first segment >= c (in this block's stride) with keys
-    k.c = c;
-    k.i = k.part = k.nsb = 0;
-    for (; k.c < nseg; k.c += int(gridDim.x)) {
-      const DecodeSegment d = decode_segment(P, reads_new, cached, pos, k.c);
-      if (d.nsb == 0) continue;
-      k.nsb = d.nsb;
-      k.sb_first = d.sb_first;
-      k.lo = d.lo;
-      k.hi = d.hi;
-      k.from_new = d.from_new;
-      return;
-    }
+  auto seek = [&](Cursor& k, int c) {
+    k.i = k.part = 0;
+    seek_segment_with_keys(P, t, pos, c, &k);
   };
   Cursor next_load;
   seek(next_load, int(blockIdx.x));

@@ -65,23 +65,13 @@ __global__ void __launch_bounds__(32, 1) attention_decode_chain_kernel(AttnParam
   // The next rows to load: part (0: K, 1: V) of sub-block i of segment c, whose sub-blocks start at
   // sb_first (c >= nseg: none left); row: this lane's two key rows of that sub-block, resolved with
   // its K part. Segments without a sub-block are passed over.
-  struct Cursor {
-    int c, i, nsb, part;
-    int64_t sb_first;
-    bool from_new;
+  struct Cursor : SegmentPosition {
+    int i, part;
     KeyRow row[2];
   };
-  auto seek = [&](Cursor& k, int c) {  // the first segment >= c (in this block's stride) with keys
-    k.c = c;
-    k.i = k.part = k.nsb = 0;
-    for (; k.c < nseg; k.c += int(gridDim.x)) {
-      const DecodeSegment d = decode_segment(P, t.reads_new, t.cached, pos, k.c);
-      if (d.nsb == 0) continue;
-      k.nsb = d.nsb;
-      k.sb_first = d.sb_first;
-      k.from_new = d.from_new;
-      return;
-    }
+  auto seek = [&](Cursor& k, int c) {
+    k.i = k.part = 0;
+    seek_segment_with_keys(P, t, pos, c, &k);
   };
   Cursor next_load;
   seek(next_load, int(blockIdx.x));

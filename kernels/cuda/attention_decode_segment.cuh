@@ -87,22 +87,12 @@ __global__ void __launch_bounds__(32 * kSegmentWarps, 1)
   // The next round to copy: sub-blocks r0 .. r0 + 3 of segment c, whose sub-blocks start at
   // sb_first (nsb of them; c >= nseg: none left); rows: this lane's two key rows of the warp's
   // sub-block of that round, resolved with its K rows and used again for its V rows.
-  struct Round {
-    int c, r0, nsb;
-    int64_t sb_first;
-    bool from_new;
+  struct Round : SegmentPosition {
+    int r0;
   };
-  auto seek = [&](Round& k, int c) {  // the first segment >= c (in this block's stride) with keys
-    k.c = c;
-    k.r0 = k.nsb = 0;
-    for (; k.c < nseg; k.c += int(gridDim.x)) {
-      const DecodeSegment d = decode_segment(P, t.reads_new, t.cached, pos, k.c);
-      if (d.nsb == 0) continue;
-      k.nsb = d.nsb;
-      k.sb_first = d.sb_first;
-      k.from_new = d.from_new;
-      return;
-    }
+  auto seek = [&](Round& k, int c) {
+    k.r0 = 0;
+    seek_segment_with_keys(P, t, pos, c, &k);
   };
   Round next;
   seek(next, int(blockIdx.x));
