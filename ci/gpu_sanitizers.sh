@@ -8,12 +8,15 @@
 # Each test case is its own process (a shard), so one slow case cannot hide the others and a crash
 # names its case; shards run WORKERS at a time on the one GPU, each under a time limit.
 #   ci/gpu_sanitizers.sh GPU_TESTS_BINARY OUT [WORKERS] [SECONDS_PER_SHARD] [GTEST_FILTER]
-# Writes OUT/sanitizers.md (one row per tool and test: clean, errors, hazards, test failure, crash or
+# Writes OUT/sanitizers.md (one row per tool and test: clean, errors, hazards, test failure, killed, crash or
 # time-out; seconds) and OUT/sanitizers.log (every shard's output, one after the other).
 # The mutation suite is left out: it runs the same kernels as the engine tests, 13 times over, and
 # its test-only mutants keep scratch buffers for the life of the process.
 # SANITIZER_DEADLINE (seconds from the start): no shard runs past it; shards not started by then
 # are reported NOT RUN (for a run that must end by a given time).
+# KILLED: the test process ended by a signal before its tests reported (racecheck of an engine test
+# holds ~90 GB of host memory, H200 machine, 2026-12-03: a few of them side by side meet the host's
+# out-of-memory killer); such shards run again one at a time once the others are done.
 # SANITIZER_TOOLS: the tools to run (default "memcheck racecheck"; e.g. racecheck alone where only
 # its cases are to be rerun).
 # THIRD_PARTY: racecheck reports hazards inside cuBLASLt's own GEMM kernels (nvjet_sm90_*, which
@@ -65,6 +68,10 @@ run_shard() {
   rc=$?
   if ((rc == 124 || rc == 137)); then
     result="TIME-OUT after ${limit} s"
+  elif ((rc != 0 && rc != 3)) && grep -q "process didn't terminate successfully" "$log" &&
+    ! grep -qE '^\[  (PASSED|FAILED)  \]' "$log"; then
+    # The test process ended by a signal before its tests reported: see KILLED above.
+    result="KILLED (exit $rc before the test reported)"
   elif [[ $tool == memcheck ]] && ! grep -q '^========= ERROR SUMMARY: 0 errors' "$log"; then
     result="ERRORS: $(grep -h '^========= ERROR SUMMARY' "$log" | tail -1 | sed 's/^========= //')"
     [[ $result == "ERRORS: " ]] && result="CRASH (exit $rc, no summary)"
@@ -95,6 +102,21 @@ export WORK LIMIT SANITIZER BIN START THIRD_PARTY SANITIZER_DEADLINE 2>/dev/null
 for tool in $TOOLS; do sed "s/^/$tool /" "$WORK/cases"; done |
   awk '{heavy = ($2 ~ /^Gpu(Attention|Linear|Engine|Graphs)\./); print heavy ? 0 : 1, $0}' | sort -s -k1,1 | cut -d' ' -f2- |
   xargs -P "$WORKERS" -L 1 bash -c 'run_shard "$0" "$1"'
+
+# KILLED shards run again, one at a time, now that the others are done (deadline permitting); the
+# first try's log stays in front of the second's.
+for tool in $TOOLS; do
+  while read -r case; do
+    log="$WORK/$tool.${case//\//_}.log"
+    [[ -f $log ]] && grep -q '^result: KILLED' "$log" || continue
+    mv "$log" "$log.first"
+    run_shard "$tool" "$case"
+    [[ -f $log ]] || { mv "$log.first" "$log"; continue; }
+    again=$(sed -n 's/^result: //p' "$log" | tail -1)
+    { cat "$log.first"; echo "----- run again alone"; cat "$log"; echo "result: $again (run alone; beside other shards: $(sed -n 's/^result: //p' "$log.first" | tail -1))"; } >"$log.both"
+    mv "$log.both" "$log"
+  done <"$WORK/cases"
+done
 
 status=0
 {

@@ -204,8 +204,8 @@ absl::Status mutant_attention(const ExecContext& ctx, const AttentionArgs& a) {
   std::vector<int32_t> qs_read, lens_read;
   if ((qs == nullptr || lens == nullptr) && a.num_seqs > 0 && a.query_start != nullptr && a.context_lens != nullptr) {
     // The model passes no host mirrors (the work list is built on the device): the planted
-    // source reads the batch back, a wait a test backend can afford (it also keeps such steps out
-    // of recorded graphs: the read cannot be recorded, so they run op by op).
+    // source reads the batch back, a wait a test backend can afford (a mutant records no graphs:
+    // mutant_backend).
     qs_read.resize(size_t(a.num_seqs) + 1);
     lens_read.resize(size_t(a.num_seqs));
     if (absl::Status s = b.download(qs_read.data(), a.query_start, qs_read.size() * sizeof(int32_t)); !s.ok()) return s;
@@ -293,6 +293,16 @@ const Backend& mutant_backend(const Backend& real, VarianceSource source) {
   s.table.qkv_prep = mutant_qkv_prep;
   s.table.attention = mutant_attention;
   s.table.sample = mutant_sample;
+  // The planted ops read and write device memory from the host between launches (split_linear,
+  // edit_logits, the attention mutants' layout reads), which a CUDA graph cannot record: without
+  // capture functions the engine runs every step op by op instead of trying to record a graph that
+  // fails (the model falls back to that anyway, after the capture's failed API calls, which
+  // compute-sanitizer's memcheck counts as errors). No bit depends on it: invariant mode's rows
+  // are the same with and without graphs (GpuGraphs), default mode records exact shapes only.
+  s.table.capture_begin = nullptr;
+  s.table.capture_end = nullptr;
+  s.table.graph_launch = nullptr;
+  s.table.graph_free = nullptr;
   return s.table;
 }
 
