@@ -43,10 +43,12 @@ ScopedEnv::~ScopedEnv() {
   }
 }
 
-Outcome run_samebits(const std::string& args) {
+Outcome run_samebits(const std::string& args) { return run_command(std::string("'") + SAMEBITS_EXE + "' " + args); }
+
+Outcome run_command(const std::string& command) {
   const std::string out = temp_path("stdout"), err = temp_path("stderr");
-  const std::string cmd = std::string("cd '") + SAMEBITS_SOURCE_DIR + "' && '" + SAMEBITS_EXE + "' " + args + " >'" +
-                          out + "' 2>'" + err + "' </dev/null";
+  const std::string cmd = std::string("cd '") + SAMEBITS_SOURCE_DIR + "' && { " + command + "; } >'" + out + "' 2>'" +
+                          err + "' </dev/null";
   const int status = std::system(cmd.c_str());
   Outcome o;
   o.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;

@@ -1,4 +1,4 @@
-// Runs the samebits executable with arguments and captures its exit code, stdout and stderr.
+// Runs the samebits executable (or any shell command) and captures its exit code, stdout and stderr.
 #pragma once
 #include <string>
 
@@ -25,6 +25,8 @@ struct Outcome {
 // `args` is appended to the executable's path as shell words; the working directory is the
 // source tree, so relative scenario paths work.
 Outcome run_samebits(const std::string& args);
+// `command` run by the shell in the source tree, stdin empty.
+Outcome run_command(const std::string& command);
 std::string temp_path(const std::string& name);  // a fresh path under the temp folder
 std::string read_text(const std::string& path);  // the file's bytes; "" when it cannot be read
 

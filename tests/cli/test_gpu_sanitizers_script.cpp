@@ -1,0 +1,128 @@
+// ci/gpu_sanitizers.sh (the GPU nightly's compute-sanitizer sweep) on a machine without a GPU: a
+// stand-in compute-sanitizer and a stand-in test binary (shell scripts written here) play the four
+// outcomes the script must tell apart. A test process killed before it reports (racecheck of an
+// engine test holds ~90 GB of host memory, and a few side by side meet the out-of-memory killer) is
+// KILLED and runs again alone once the others are done; a test that fails is TEST FAILED and is not
+// run again; the exit status is 0 only when every shard ends clean.
+#include <sys/stat.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "gtest/gtest.h"
+#include "tests/cli/subprocess.h"
+
+namespace samebits {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::read_text;
+using testing::run_command;
+using testing::temp_path;
+
+void write_script(const fs::path& path, const std::string& text) {
+  std::ofstream(path) << text;
+  ::chmod(path.c_str(), 0755);
+}
+
+// The stand-in tools in dir/bin (compute-sanitizer) and dir (gpu_tests). The test binary lists
+// the suite Fake (Clean, KilledOnce, KilledAlways, Fails; those a filter of names or * selects);
+// KilledOnce is killed on its first run
+// under each tool (a marker file per tool in dir), KilledAlways on every run.
+fs::path stand_ins() {
+  const fs::path dir = temp_path("sanitizers");
+  fs::create_directories(dir / "bin");
+  // Like the real tool: runs the command after its options, passes the tool's name on, and ends
+  // with both summaries; a child that dies by a signal gets the real tool's two lines.
+  write_script(dir / "bin" / "compute-sanitizer", R"sh(#!/bin/bash
+while [[ $1 == --* ]]; do case $1 in --tool) export FAKE_TOOL=$2; shift 2;; --leak-check|--error-exitcode) shift 2;; *) shift;; esac; done
+echo "========= COMPUTE-SANITIZER"
+"$@"; rc=$?
+if ((rc == 9)); then echo "========= Error: process didn't terminate successfully"; echo "========= Target application returned an error"; fi
+echo "========= ERROR SUMMARY: 0 errors"
+echo "========= RACECHECK SUMMARY: 0 hazards displayed (0 errors, 0 warnings)"
+exit $rc
+)sh");
+  write_script(dir / "gpu_tests", R"sh(#!/bin/bash
+dir=$(dirname "$0")
+for a in "$@"; do case $a in
+  --gtest_list_tests) list=1;;
+  --gtest_filter=*) case=${a#--gtest_filter=};;
+esac; done
+if [[ -n $list ]]; then  # the cases the filter's positive patterns name (or all, for *)
+  pos=${case%%-*}; pos=${pos%:}
+  echo "Fake."
+  for n in Clean KilledOnce KilledAlways Fails; do
+    [[ $pos == '*' || ":$pos:" == *":Fake.$n:"* ]] && echo "  $n"
+  done
+  exit 0
+fi
+echo "$FAKE_TOOL $case" >> "$dir/runs"
+case $case in
+  Fake.KilledOnce) [[ -f $dir/killed_$FAKE_TOOL ]] || { touch "$dir/killed_$FAKE_TOOL"; exit 9; };;
+  Fake.KilledAlways) exit 9;;
+  Fake.Fails) echo "[  FAILED  ] 1 test, listed below:"; exit 1;;
+esac
+echo "[  PASSED  ] 1 test."
+)sh");
+  return dir;
+}
+
+// The result column of a tool's row for a test in sanitizers.md ("" when there is none).
+std::string row(const std::string& md, const std::string& tool, const std::string& test) {
+  const std::string start = "| " + tool + " | " + test + " | ";
+  const size_t at = md.find(start);
+  if (at == std::string::npos) return "";
+  const size_t from = at + start.size();
+  return md.substr(from, md.find(" | ", from) - from);
+}
+
+int count_runs(const std::string& runs, const std::string& line) {
+  int n = 0;
+  for (size_t at = runs.find(line + "\n"); at != std::string::npos; at = runs.find(line + "\n", at + 1)) ++n;
+  return n;
+}
+
+TEST(GpuSanitizersScript, KilledShardsRunAgainAloneAndFailuresStayFailures) {
+  const fs::path dir = stand_ins();
+  const fs::path out = dir / "out";
+  const testing::Outcome o = run_command("PATH='" + (dir / "bin").string() + "':\"$PATH\" bash ci/gpu_sanitizers.sh '" +
+                                         (dir / "gpu_tests").string() + "' '" + out.string() + "' 3 60");
+  const std::string md = read_text((out / "sanitizers.md").string());
+  const std::string runs = read_text((dir / "runs").string());
+  EXPECT_EQ(o.code, 1) << o.out << o.err;  // KilledAlways and Fails are not clean
+  for (const char* tool : {"memcheck", "racecheck"}) {
+    SCOPED_TRACE(tool);
+    EXPECT_EQ(row(md, tool, "Fake.Clean"), "clean") << md;
+    EXPECT_EQ(row(md, tool, "Fake.KilledOnce"),
+              "clean (run alone; beside other shards: KILLED (exit 9 before the test reported))")
+        << md;
+    EXPECT_EQ(row(md, tool, "Fake.KilledAlways").rfind("KILLED (exit 9 before the test reported) (run alone", 0), 0u)
+        << md;
+    EXPECT_EQ(row(md, tool, "Fake.Fails"), "TEST FAILED (exit 1)") << md;
+    const std::string t = tool;
+    EXPECT_EQ(count_runs(runs, t + " Fake.Clean"), 1) << runs;
+    EXPECT_EQ(count_runs(runs, t + " Fake.KilledOnce"), 2) << runs;
+    EXPECT_EQ(count_runs(runs, t + " Fake.KilledAlways"), 2) << runs;
+    EXPECT_EQ(count_runs(runs, t + " Fake.Fails"), 1) << runs;  // a failure is not run again
+  }
+  EXPECT_NE(md.find("memcheck: 2 of 4 test cases clean"), std::string::npos) << md;
+  EXPECT_NE(read_text((out / "sanitizers.log").string()).find("----- run again alone"), std::string::npos);
+  fs::remove_all(dir);
+}
+
+TEST(GpuSanitizersScript, ExitsZeroWhenEveryShardEndsClean) {
+  const fs::path dir = stand_ins();
+  const fs::path out = dir / "out";
+  const testing::Outcome o =
+      run_command("PATH='" + (dir / "bin").string() + "':\"$PATH\" bash ci/gpu_sanitizers.sh '" +
+                  (dir / "gpu_tests").string() + "' '" + out.string() + "' 2 60 'Fake.Clean:Fake.KilledOnce'");
+  const std::string md = read_text((out / "sanitizers.md").string());
+  EXPECT_EQ(o.code, 0) << o.out << o.err << md;
+  EXPECT_NE(md.find("racecheck: 2 of 2 test cases clean"), std::string::npos) << md;
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace samebits
