@@ -110,7 +110,7 @@ for tool in $TOOLS; do
     log="$WORK/$tool.${case//\//_}.log"
     [[ -f $log ]] && grep -q '^result: KILLED' "$log" || continue
     mv "$log" "$log.first"
-    run_shard "$tool" "$case"
+    run_shard "$tool" "$case" </dev/null  # (not the case list this loop reads)
     [[ -f $log ]] || { mv "$log.first" "$log"; continue; }
     again=$(sed -n 's/^result: //p' "$log" | tail -1)
     { cat "$log.first"; echo "----- run again alone"; cat "$log"; echo "result: $again (run alone; beside other shards: $(sed -n 's/^result: //p' "$log.first" | tail -1))"; } >"$log.both"
