@@ -8,8 +8,8 @@
 # Each test case is its own process (a shard), so one slow case cannot hide the others and a crash
 # names its case; shards run WORKERS at a time on the one GPU, each under a time limit.
 #   ci/gpu_sanitizers.sh GPU_TESTS_BINARY OUT [WORKERS] [SECONDS_PER_SHARD] [GTEST_FILTER]
-# Writes OUT/sanitizers.md (one row per tool and test: clean, errors, hazards, test failure, killed, crash or
-# time-out; seconds) and OUT/sanitizers.log (every shard's output, one after the other).
+# Writes OUT/sanitizers.md (one row per tool and test: clean, errors, hazards, test failure, killed,
+# crash or time-out; seconds) and OUT/sanitizers.log (every shard's output, one after the other).
 # The mutation suite is left out: it runs the same kernels as the engine tests, 13 times over, and
 # its test-only mutants keep scratch buffers for the life of the process.
 # SANITIZER_DEADLINE (seconds from the start): no shard runs past it; shards not started by then
@@ -50,9 +50,12 @@ trap 'rm -rf "$WORK"' EXIT
   awk '/^[^ ]/ {suite = $1} /^  / {print suite $1}' >"$WORK/cases"
 [[ -s $WORK/cases ]] || { echo "gpu_sanitizers: no test case matches $FILTER" >&2; exit 2; }
 
+# The log of shard TOOL CASE (one file per shard; a case's "/" becomes "_").
+shard_log() { echo "$WORK/$1.${2//\//_}.log"; }
 # One shard: TOOL CASE. Its log ends with a line "result: ..." and "seconds: N".
 run_shard() {
-  local tool="$1" case="$2" extra=() env=() log="$WORK/$1.${2//\//_}.log" start rc result
+  local tool="$1" case="$2" extra=() env=() log start rc result
+  log=$(shard_log "$tool" "$case")
   [[ $tool == memcheck ]] && extra=(--leak-check full)
   [[ $tool == racecheck ]] && env=(SAMEBITS_GPU_SANITIZER_SHAPES=1)
   start=$(date +%s)
@@ -96,7 +99,7 @@ run_shard() {
   printf 'result: %s\nseconds: %d\n' "$result" $(($(date +%s) - start)) >>"$log"
 }
 START=$(date +%s)
-export -f run_shard
+export -f run_shard shard_log
 export WORK LIMIT SANITIZER BIN START THIRD_PARTY SANITIZER_DEADLINE 2>/dev/null
 # The tools' shards in one queue, slowest-looking first (the attention, linear, engine and graph tests).
 for tool in $TOOLS; do sed "s/^/$tool /" "$WORK/cases"; done |
@@ -107,7 +110,7 @@ for tool in $TOOLS; do sed "s/^/$tool /" "$WORK/cases"; done |
 # first try's log stays in front of the second's.
 for tool in $TOOLS; do
   while read -r case; do
-    log="$WORK/$tool.${case//\//_}.log"
+    log=$(shard_log "$tool" "$case")
     [[ -f $log ]] && grep -q '^result: KILLED' "$log" || continue
     mv "$log" "$log.first"
     run_shard "$tool" "$case" </dev/null  # (not the case list this loop reads)
@@ -129,7 +132,7 @@ status=0
 for tool in $TOOLS; do
   clean=0 total=0
   while read -r case; do
-    log="$WORK/$tool.${case//\//_}.log"
+    log=$(shard_log "$tool" "$case")
     [[ -f $log ]] || echo "result: NOT RUN (deadline)" >"$log"
     result=$(sed -n 's/^result: //p' "$log" | tail -1)
     seconds=$(sed -n 's/^seconds: //p' "$log" | tail -1)

@@ -78,6 +78,22 @@ std::string row(const std::string& md, const std::string& tool, const std::strin
   return md.substr(from, md.find(" | ", from) - from);
 }
 
+// ci/gpu_sanitizers.sh over the stand-ins in dir (WORKERS at a time, 60 s a shard, FILTER), its
+// summary table in `md`.
+struct Sweep {
+  testing::Outcome outcome;
+  std::string md;
+};
+Sweep run_script(const fs::path& dir, int workers, const std::string& filter = "*") {
+  const fs::path out = dir / "out";
+  Sweep r;
+  r.outcome = run_command("PATH='" + (dir / "bin").string() + "':\"$PATH\" bash ci/gpu_sanitizers.sh '" +
+                          (dir / "gpu_tests").string() + "' '" + out.string() + "' " + std::to_string(workers) +
+                          " 60 '" + filter + "'");
+  r.md = read_text((out / "sanitizers.md").string());
+  return r;
+}
+
 int count_runs(const std::string& runs, const std::string& line) {
   int n = 0;
   for (size_t at = runs.find(line + "\n"); at != std::string::npos; at = runs.find(line + "\n", at + 1)) ++n;
@@ -86,10 +102,7 @@ int count_runs(const std::string& runs, const std::string& line) {
 
 TEST(GpuSanitizersScript, KilledShardsRunAgainAloneAndFailuresStayFailures) {
   const fs::path dir = stand_ins();
-  const fs::path out = dir / "out";
-  const testing::Outcome o = run_command("PATH='" + (dir / "bin").string() + "':\"$PATH\" bash ci/gpu_sanitizers.sh '" +
-                                         (dir / "gpu_tests").string() + "' '" + out.string() + "' 3 60");
-  const std::string md = read_text((out / "sanitizers.md").string());
+  const auto [o, md] = run_script(dir, 3);
   const std::string runs = read_text((dir / "runs").string());
   EXPECT_EQ(o.code, 1) << o.out << o.err;  // KilledAlways and Fails are not clean
   for (const char* tool : {"memcheck", "racecheck"}) {
@@ -108,17 +121,13 @@ TEST(GpuSanitizersScript, KilledShardsRunAgainAloneAndFailuresStayFailures) {
     EXPECT_EQ(count_runs(runs, t + " Fake.Fails"), 1) << runs;  // a failure is not run again
   }
   EXPECT_NE(md.find("memcheck: 2 of 4 test cases clean"), std::string::npos) << md;
-  EXPECT_NE(read_text((out / "sanitizers.log").string()).find("----- run again alone"), std::string::npos);
+  EXPECT_NE(read_text((dir / "out" / "sanitizers.log").string()).find("----- run again alone"), std::string::npos);
   fs::remove_all(dir);
 }
 
 TEST(GpuSanitizersScript, ExitsZeroWhenEveryShardEndsClean) {
   const fs::path dir = stand_ins();
-  const fs::path out = dir / "out";
-  const testing::Outcome o =
-      run_command("PATH='" + (dir / "bin").string() + "':\"$PATH\" bash ci/gpu_sanitizers.sh '" +
-                  (dir / "gpu_tests").string() + "' '" + out.string() + "' 2 60 'Fake.Clean:Fake.KilledOnce'");
-  const std::string md = read_text((out / "sanitizers.md").string());
+  const auto [o, md] = run_script(dir, 2, "Fake.Clean:Fake.KilledOnce");
   EXPECT_EQ(o.code, 0) << o.out << o.err << md;
   EXPECT_NE(md.find("racecheck: 2 of 2 test cases clean"), std::string::npos) << md;
   fs::remove_all(dir);
