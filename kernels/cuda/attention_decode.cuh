@@ -152,12 +152,14 @@ struct DecodeTile {
 };
 
 // Fills *t; false when this block has nothing to do for it: a bad layout (reported by the first
-// block's first lane), no decode tile, or no segment for slot blockIdx.x.
+// block's first lane unless `report` is false: decode_tile_report then does it), no decode tile,
+// or no segment for slot blockIdx.x.
 // The sequence's layout loads go out first; while they are in flight, the block table's line of
 // this slot's first segment (invariant mode: keys from blockIdx.x * split_size; default mode: the
 // row's start) is prefetched, so that the first copy's row lookups hit L1 instead of waiting on a
 // second round trip (a short context's set-up is a chain of such waits).
-__device__ __forceinline__ bool decode_tile_setup(const AttnParams& P, int s, int g, int lane, DecodeTile* t) {
+__device__ __forceinline__ bool decode_tile_setup(const AttnParams& P, int s, int g, int lane, DecodeTile* t,
+                                                  bool report = true) {
   const SequenceLayout q = load_sequence_layout(P, s);
   if (lane == 0 && P.max_blocks_per_seq > 0) {
     const int64_t first =
@@ -165,7 +167,7 @@ __device__ __forceinline__ bool decode_tile_setup(const AttnParams& P, int s, in
     const int64_t entry = int64_t(s) * P.max_blocks_per_seq + min(first, int64_t(P.max_blocks_per_seq - 1));
     asm volatile("prefetch.global.L1 [%0];\n" ::"l"(P.block_tables + entry));
   }
-  const bool reporter = blockIdx.x == 0 && g == 0 && lane == 0;
+  const bool reporter = report && blockIdx.x == 0 && g == 0 && lane == 0;
   if (reporter && s == 0) attention_report_bad_ends(P);
   if (!attention_sequence_ok(P, s, q, reporter)) return false;
   t->s = s;
@@ -181,6 +183,15 @@ __device__ __forceinline__ bool decode_tile_setup(const AttnParams& P, int s, in
   t->nseg = tile_segment_count(P, t->reads_new, t->cached, t->cached + t->row_token(t->row0 + t->nrows - 1));
   t->table = P.block_tables + int64_t(s) * P.max_blocks_per_seq;
   return int(blockIdx.x) < t->nseg;
+}
+
+// The reports of decode_tile_setup(..., report = false), for a kernel whose set-up runs before its
+// wait for the previous kernel: the mailbox is written after that wait, as every other kernel
+// writes it, so which bad input a step reports first does not depend on timing.
+__device__ __forceinline__ void decode_tile_report(const AttnParams& P, int s, int g, int lane) {
+  if (blockIdx.x != 0 || g != 0 || lane != 0) return;
+  if (s == 0) attention_report_bad_ends(P);
+  attention_sequence_ok(P, s, true);
 }
 
 // Where a decode kernel's copies stand: segment c of the block's stride (blockIdx.x, + gridDim.x,
@@ -227,6 +238,28 @@ __device__ __forceinline__ void load_decode_q(const AttnParams& P, const DecodeT
     cp_async_16(q_s + swizzled(r, ch, CH), src, valid);
   }
   cp_async_commit();
+}
+// The same tile by ordinary loads and shared-memory stores (no cp.async group), for a kernel whose
+// K and V copies are already in flight: waiting for Q then does not wait for them too (the groups
+// complete in order). The caller synchronises before Q is read.
+template <int HD, int kQRows>
+__device__ __forceinline__ void load_decode_q_now(const AttnParams& P, const DecodeTile& t, uint32_t q_s, int lane) {
+  constexpr int CH = HD / 8;
+  static_assert(kQRows * CH % 32 == 0, "whole passes of the warp");
+  uint4 v[kQRows * CH / 32];
+#pragma unroll
+  for (int k = 0; k < kQRows * CH / 32; ++k) {  // every load out before the first store
+    const int i = lane + 32 * k, r = i / CH, ch = i % CH;
+    v[k] = r < t.nrows ? *reinterpret_cast<const uint4*>(P.q + decode_row_offset<HD>(P, t, r) + ch * 8)
+                       : make_uint4(0u, 0u, 0u, 0u);
+  }
+#pragma unroll
+  for (int k = 0; k < kQRows * CH / 32; ++k) {
+    const int i = lane + 32 * k, r = i / CH, ch = i % CH;
+    asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"r"(q_s + swizzled(r, ch, CH)), "r"(v[k].x),
+                 "r"(v[k].y), "r"(v[k].z), "r"(v[k].w)
+                 : "memory");
+  }
 }
 
 // Absolute positions of this lane's two rows (lane / 4 and lane / 4 + 8; -1: no such row).

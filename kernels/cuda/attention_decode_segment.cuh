@@ -74,15 +74,15 @@ __global__ void __launch_bounds__(32 * kSegmentWarps, 1)
   uint4* const p_words = reinterpret_cast<uint4*>(smem + L::kP);
   float* const row_max = reinterpret_cast<float*>(smem + L::kMax);  // [sub-block][row]: the masked scores' max
   float* const row_sum = reinterpret_cast<float*>(smem + L::kSum);  // [sub-block][row]: the exponentials' sum
-  wait_for_previous_kernel();
-  allow_next_kernel();  // the merge kernel, if any, may then be scheduled (attention.cu)
+  // The set-up, and the first round's K and V copies where every key of the round lies below
+  // `cached` (written by an earlier step: a step's kernels write only its own tokens' keys), run
+  // before the wait for the previous kernel (the one that writes Q and this step's keys), so that
+  // they overlap its end; Q and every other copy follow the wait, and so do the reports
+  // (decode_tile_report). The layout and block tables come from the host before the step.
   DecodeTile t;
-  // Thread 0 alone is the block's reporter (decode_tile_setup reports from "lane" 0).
-  if (!decode_tile_setup(P, int(blockIdx.z), int(blockIdx.y), int(threadIdx.x), &t)) return;
-  const int nseg = t.nseg;
-  load_decode_q<HD, 8>(P, t, stage_s, lane);  // every warp its own copy, one cp.async group
-  int64_t pos[2];
-  decode_positions<kHalves>(t, lane, pos);
+  const bool has_work = decode_tile_setup(P, int(blockIdx.z), int(blockIdx.y), int(threadIdx.x), &t, false);
+  const int nseg = has_work ? t.nseg : 0;
+  int64_t pos[2] = {-1, -1};
 
   // The next round to copy: sub-blocks r0 .. r0 + 3 of segment c, whose sub-blocks start at
   // sb_first (nsb of them; c >= nseg: none left); rows: this lane's two key rows of the warp's
@@ -94,8 +94,7 @@ __global__ void __launch_bounds__(32 * kSegmentWarps, 1)
     k.r0 = 0;
     seek_segment_with_keys(P, t, pos, c, &k);
   };
-  Round next;
-  seek(next, int(blockIdx.x));
+  Round next = {};
   KeyRow rows[2];
   // Each issue is one cp.async group per thread (empty where the warp has no sub-block), so that
   // every thread counts the same groups: K then V of each round.
@@ -115,11 +114,36 @@ __global__ void __launch_bounds__(32 * kSegmentWarps, 1)
     }
     cp_async_commit();
   };
-  issue_k();
-  issue_v();
+  bool early = false;  // the first round copied before the wait
+  if (has_work) {
+    decode_positions<kHalves>(t, lane, pos);
+    seek(next, int(blockIdx.x));
+    early = next.c < nseg && !next.from_new && next.sb_first + int64_t(kSegmentWarps) * kAttnKeys <= t.cached;
+    if (early) {
+      issue_k();
+      issue_v();
+    }
+  }
+  wait_for_previous_kernel();
+  allow_next_kernel();  // the merge kernel, if any, may then be scheduled (attention.cu)
+  // Thread 0 alone is the block's reporter (decode_tile_setup reports from "lane" 0).
+  decode_tile_report(P, int(blockIdx.z), int(blockIdx.y), int(threadIdx.x));
+  if (!has_work) return;
+  // Every warp its own copy of Q: one cp.async group ahead of the first round's K and V, or, where
+  // those are in flight already, by ordinary loads (a cp.async group after them would wait for them).
   // Groups in flight from here on: [K, V] of the current round at each round's start.
   uint32_t qb[HD / 16][2];
-  hold_q_columns<HD, 2>(stage_s, qb);
+  if (early) {
+    load_decode_q_now<HD, 8>(P, t, stage_s, lane);
+    __syncwarp();
+    load_q_columns<HD>(stage_s, qb);
+    __syncwarp();  // every lane has read Q before scores are staged over it
+  } else {
+    load_decode_q<HD, 8>(P, t, stage_s, lane);
+    issue_k();
+    issue_v();
+    hold_q_columns<HD, 2>(stage_s, qb);
+  }
 
   for (int c = blockIdx.x; c < nseg; c += gridDim.x) {
     const DecodeSegment cur = decode_segment(P, t.reads_new, t.cached, pos, c);

@@ -66,19 +66,12 @@ __global__ void __launch_bounds__(32 * kSplitWarps, 1) attention_decode_split_ke
   float* row_max = reinterpret_cast<float*>(smem + L::kQBytes + L::kScoreBytes);
   const uint32_t buffers = q_s + L::kQBytes + L::kScoreBytes + L::kMaxBytes;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  wait_for_previous_kernel();
-  allow_next_kernel();  // the merge kernel, if any, may then be scheduled (attention.cu)
+  // The set-up, and the ring's first items where they lie in the first segment below `cached`,
+  // before the wait for the previous kernel (as in attention_decode_segment_kernel, which says why).
   DecodeTile t;
-  // Thread 0 alone is the block's reporter (decode_tile_setup reports from "lane" 0).
-  if (!decode_tile_setup(P, int(blockIdx.z), int(blockIdx.y), int(threadIdx.x), &t)) return;
-  const int nseg = t.nseg;
-  if (warp == 0) {
-    load_decode_q<HD, 8>(P, t, q_s, lane);
-  } else {
-    cp_async_commit();  // every thread counts the same groups
-  }
-  int64_t pos[2];
-  decode_positions<kHalves>(t, lane, pos);
+  const bool has_work = decode_tile_setup(P, int(blockIdx.z), int(blockIdx.y), int(threadIdx.x), &t, false);
+  const int nseg = has_work ? t.nseg : 0;
+  int64_t pos[2] = {-1, -1};
 
   // The next rows to load, as in the chain kernel; row: this lane's key (lanes 0..15: key
   // 16 * warp + lane of the sub-block), resolved with its K part.
@@ -90,8 +83,7 @@ __global__ void __launch_bounds__(32 * kSplitWarps, 1) attention_decode_split_ke
     k.i = k.part = 0;
     seek_segment_with_keys(P, t, pos, c, &k);
   };
-  Cursor next_load;
-  seek(next_load, int(blockIdx.x));
+  Cursor next_load = {};
 
   // This warp's 16 rows of the item at the cursor into buffer `buf`, one cp.async group (empty when
   // nothing is left), then the cursor advances (every warp's cursor alike).
@@ -122,9 +114,39 @@ __global__ void __launch_bounds__(32 * kSplitWarps, 1) attention_decode_split_ke
     cp_async_commit();
   };
 
-  int consumed = 0;
+  // The ring's first kRing items: K and V of the first segment's first kRing / 2 sub-blocks.
+  constexpr int kFirstSubBlocks = kRing / 2;
+  bool early = false;  // those copied before the wait
+  if (has_work) {
+    decode_positions<kHalves>(t, lane, pos);
+    seek(next_load, int(blockIdx.x));
+    early = next_load.c < nseg && !next_load.from_new && next_load.nsb >= kFirstSubBlocks &&
+            next_load.sb_first + int64_t(kFirstSubBlocks) * kAttnKeys <= t.cached;
+    if (early) {
 #pragma unroll 1
-  for (int b = 0; b < kRing; ++b) issue(b);
+      for (int b = 0; b < kRing; ++b) issue(b);
+    }
+  }
+  wait_for_previous_kernel();
+  allow_next_kernel();  // the merge kernel, if any, may then be scheduled (attention.cu)
+  // Thread 0 alone is the block's reporter (decode_tile_setup reports from "lane" 0).
+  decode_tile_report(P, int(blockIdx.z), int(blockIdx.y), int(threadIdx.x));
+  if (!has_work) return;
+  // Q by warp 0: one cp.async group ahead of the ring's, or, where the ring's first items are in
+  // flight already, by ordinary loads (a cp.async group after them would wait for them).
+  if (early) {
+    if (warp == 0) load_decode_q_now<HD, 8>(P, t, q_s, lane);
+  } else {
+    if (warp == 0) {
+      load_decode_q<HD, 8>(P, t, q_s, lane);
+    } else {
+      cp_async_commit();  // every thread counts the same groups
+    }
+#pragma unroll 1
+    for (int b = 0; b < kRing; ++b) issue(b);
+  }
+
+  int consumed = 0;
   auto wait_item = [&]() {
     cp_async_wait<kRing - 1>();
     __syncthreads();  // every warp's rows (and the Q tile) are in

@@ -99,6 +99,12 @@ uint64_t scratch_epoch();
 // write (only set-up of its own shared memory may come first): it waits until the previous grid has
 // completed and its writes are visible, and since that grid waited the same way, every earlier one.
 // A kernel launched so that never waits could run beside its predecessor: none exists here.
+// The one exception, reads only: a kernel starts after every block of the previous one has passed
+// its own wait (allow_next_kernel is called after it, or the blocks have left), so what the kernels
+// before that one wrote is complete and visible; data that the previous kernel cannot write may
+// therefore be read before the wait. The merge kernel reads the step's layout so (the host wrote
+// it), and the decode segment and split kernels their set-up and the keys below a sequence's cached
+// length (a step writes only its own tokens' keys): attention_decode_segment.cuh.
 // Where the next kernel may start: when every block of this one has left, or earlier once every
 // block has called allow_next_kernel(). Only the decode kernels that a merge follows call it (the
 // merge's blocks then wait beside them: attention.cu). Called first thing in every kernel it made
