@@ -18,9 +18,13 @@
 //     kept in shared memory.
 // Both warpgroups visit the same sub-blocks (the hull of the tile's key ranges per segment); a
 // row outside a sub-block's keys gets alpha = 1 and P = 0, as in the 64-row kernel's warps.
-// Overlap: the warpgroups take turns to issue their scores' wgmma, so one's softmax runs while the
-// other's products do; within a warpgroup the next sub-block of the segment has its scores issued
-// (into a second buffer) before this one's exponentials, and the P V products retire under them.
+// Overlap: the two warpgroups run unsynchronised (only the ring's mbarriers order them), so one's
+// softmax and segment fold run while the other's products do; within a warpgroup the next
+// sub-block of the segment has its scores issued (into a second buffer) before this one's
+// exponentials, and the P V products retire under them. Taking turns to issue the scores' wgmma
+// (named barriers, as FA3's ping-pong does) measured 1.01-1.035x the time on the H200
+// (bench/cuda/NOTES.md, 2026-12-03): a warpgroup folding at a segment end held the other at its
+// next turn.
 #include <cuda_runtime.h>
 
 #include "kernels/cuda/attention_prefill.h"
@@ -265,9 +269,6 @@ __device__ __forceinline__ void consume(const AttnParams& P, const TileInfo& t, 
   cp_async_wait<0>();
   fence_proxy_async();
   named_barrier_sync(1 + wg, 128);
-  // The warpgroups take turns to issue their scores' wgmma (named barriers 3 and 4: warpgroup w
-  // waits on 3 + w, the other grants it), so one's softmax runs while the other's products do.
-  if (wg == 1) named_barrier_arrive(3, 256);
 
   int64_t pos[2];
 #pragma unroll
@@ -299,7 +300,7 @@ __device__ __forceinline__ void consume(const AttnParams& P, const TileInfo& t, 
     mbar_arrive(empty + 8 * pending_stage);
     pending_stage = -1;
   };
-  // S = Q K^T of sub-block number i into sc, issued in this warpgroup's turn, left in flight.
+  // S = Q K^T of sub-block number i into sc, issued now, left in flight.
   // (Its first k16 step overwrites the accumulators: sc_next's values are never read, they are
   // defined here once for the compiler's sake. A second buffer instead of the copy below, the
   // sub-blocks alternating between the two, spilled at head_dim 128: the softmax cannot work in a
@@ -314,7 +315,6 @@ __device__ __forceinline__ void consume(const AttnParams& P, const TileInfo& t, 
     const uint64_t k_desc = desc_advance(k_desc0, s * L::kStageBytes);
     float(&scf)[32] = reinterpret_cast<float(&)[32]>(sc);
     mbar_wait(full + 8 * s, L::parity(i));
-    named_barrier_sync(3 + wg, 256);
     wgmma_fence();
 #pragma unroll
     for (int step = 0; step < HD / 16; ++step) {
@@ -327,7 +327,6 @@ __device__ __forceinline__ void consume(const AttnParams& P, const TileInfo& t, 
       }
     }
     wgmma_commit();
-    named_barrier_arrive(3 + (1 - wg), 256);
   };
   walk(
       P, t,
@@ -434,7 +433,6 @@ __device__ __forceinline__ void consume(const AttnParams& P, const TileInfo& t, 
 #pragma unroll
         for (int nt = 0; nt < NTD; ++nt) total(nt) = make_float4(ot[nt][0], ot[nt][1], ot[nt][2], ot[nt][3]);
       });
-  if (wg == 0) named_barrier_sync(3, 256);  // warpgroup 1's last grant: every arrival is consumed
 
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
