@@ -151,6 +151,9 @@ struct DecodeTile {
   const int32_t* table;
 };
 
+// The lane that reports a bad layout: the first lane of the first block of kv head 0.
+__device__ __forceinline__ bool decode_layout_reporter(int g, int lane) { return blockIdx.x == 0 && g == 0 && lane == 0; }
+
 // Fills *t; false when this block has nothing to do for it: a bad layout (reported by the first
 // block's first lane unless `report` is false: decode_tile_report then does it), no decode tile,
 // or no segment for slot blockIdx.x.
@@ -167,7 +170,7 @@ __device__ __forceinline__ bool decode_tile_setup(const AttnParams& P, int s, in
     const int64_t entry = int64_t(s) * P.max_blocks_per_seq + min(first, int64_t(P.max_blocks_per_seq - 1));
     asm volatile("prefetch.global.L1 [%0];\n" ::"l"(P.block_tables + entry));
   }
-  const bool reporter = report && blockIdx.x == 0 && g == 0 && lane == 0;
+  const bool reporter = report && decode_layout_reporter(g, lane);
   if (reporter && s == 0) attention_report_bad_ends(P);
   if (!attention_sequence_ok(P, s, q, reporter)) return false;
   t->s = s;
@@ -189,7 +192,7 @@ __device__ __forceinline__ bool decode_tile_setup(const AttnParams& P, int s, in
 // wait for the previous kernel: the mailbox is written after that wait, as every other kernel
 // writes it, so which bad input a step reports first does not depend on timing.
 __device__ __forceinline__ void decode_tile_report(const AttnParams& P, int s, int g, int lane) {
-  if (blockIdx.x != 0 || g != 0 || lane != 0) return;
+  if (!decode_layout_reporter(g, lane)) return;
   if (s == 0) attention_report_bad_ends(P);
   attention_sequence_ok(P, s, true);
 }
@@ -202,6 +205,13 @@ struct SegmentPosition {
   int sb_first, lo, hi;  // as DecodeSegment's
   bool from_new;
 };
+// Whether `sub_blocks` sub-blocks from k's first (all in segment k.c) may be copied before the wait
+// for the previous kernel: they come from the cache and lie below `cached`, written by an earlier
+// step (a step's kernels write only its own tokens' keys; cuda_common.h states the rule).
+__device__ __forceinline__ bool copies_precede_wait(const DecodeTile& t, const SegmentPosition& k, int sub_blocks) {
+  return k.c < t.nseg && !k.from_new && k.sb_first + int64_t(sub_blocks) * kAttnKeys <= t.cached;
+}
+
 // Moves *k to the first segment >= c in the block's stride that holds keys (segments without a
 // sub-block are passed over).
 __device__ __forceinline__ void seek_segment_with_keys(const AttnParams& P, const DecodeTile& t,

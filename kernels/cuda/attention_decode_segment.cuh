@@ -118,7 +118,7 @@ __global__ void __launch_bounds__(32 * kSegmentWarps, 1)
   if (has_work) {
     decode_positions<kHalves>(t, lane, pos);
     seek(next, int(blockIdx.x));
-    early = next.c < nseg && !next.from_new && next.sb_first + int64_t(kSegmentWarps) * kAttnKeys <= t.cached;
+    early = copies_precede_wait(t, next, kSegmentWarps);  // (the round's copies stay in segment next.c)
     if (early) {
       issue_k();
       issue_v();

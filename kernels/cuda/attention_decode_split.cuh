@@ -120,8 +120,8 @@ __global__ void __launch_bounds__(32 * kSplitWarps, 1) attention_decode_split_ke
   if (has_work) {
     decode_positions<kHalves>(t, lane, pos);
     seek(next_load, int(blockIdx.x));
-    early = next_load.c < nseg && !next_load.from_new && next_load.nsb >= kFirstSubBlocks &&
-            next_load.sb_first + int64_t(kFirstSubBlocks) * kAttnKeys <= t.cached;
+    // (with fewer sub-blocks in its first segment the ring's first items would reach the next one)
+    early = next_load.nsb >= kFirstSubBlocks && copies_precede_wait(t, next_load, kFirstSubBlocks);
     if (early) {
 #pragma unroll 1
       for (int b = 0; b < kRing; ++b) issue(b);
