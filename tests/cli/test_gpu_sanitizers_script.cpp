@@ -28,8 +28,8 @@ void write_script(const fs::path& path, const std::string& text) {
 
 // The stand-in tools in dir/bin (compute-sanitizer) and dir (gpu_tests). The test binary lists
 // the suite Fake (Clean, KilledOnce, KilledAlways, Fails; those a filter of names or * selects);
-// KilledOnce is killed on its first run
-// under each tool (a marker file per tool in dir), KilledAlways on every run.
+// KilledOnce is killed on its first run under each tool (a marker file per tool in dir),
+// KilledAlways on every run.
 fs::path stand_ins() {
   const fs::path dir = temp_path("sanitizers");
   fs::create_directories(dir / "bin");
