@@ -16,6 +16,8 @@
 // decode-split=64|128: invariant mode with another fixed split size (prefill-split=64|128|1024|8192
 // likewise: the larger ones show what the 256-key segment ends cost);
 // decode-items=4|16: default mode planned for that many items per unit instead of 8;
+// decode-64row-graph: the 64-row kernel forced on short contexts, graph replays;
+// launch-floor: empty kernels and a read of batch 1 x 2048's K and V bytes (launch_floor.h);
 // floor = the K and V bytes read once at the measured copy bandwidth (frac_bw = floor / time).
 // Mixed: one prefill chunk of 512 or 2048 tokens (over as many cached keys) and 16 or 64 decodes
 // of 2048 or 8192 keys in one call, as the engine issues a step (mixed-graph: launches sized from
@@ -42,6 +44,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "bench/cuda/bench_support.h"
+#include "bench/cuda/launch_floor.h"
 #include "kernels/cuda/cuda_ops.h"
 
 namespace samebits::bench {
@@ -193,19 +196,14 @@ void measure(benchmark::State& state, Mode mode, Batch& batch, int hd, const How
     failed = failed || !attend(on).ok();
   };
   const int reps = reps_for(call, 3e-3);
-  double total = 0;
-  int n = 0;
-  for (auto _ : state) {
-    const double t = how.graph ? time_per_call_graph(call_on, reps) : time_per_call(call, reps);
-    if (t <= 0 || failed) {
-      state.SkipWithError("attention failed");
-      return;
-    }
-    state.SetIterationTime(t);
-    total += t;
-    ++n;
-  }
-  const double t = total / std::max(1, n);
+  const double t = mean_time_per_call(
+      state,
+      [&] {
+        const double once = how.graph ? time_per_call_graph(call_on, reps) : time_per_call(call, reps);
+        return failed ? -1.0 : once;
+      },
+      "attention failed");
+  if (t <= 0) return;
   state.counters["us"] = t * 1e6;
   double keys = 0, pairs = 0;
   bool prefill = false;
@@ -263,6 +261,40 @@ void run_mixed(benchmark::State& state, Mode mode, int64_t chunk, int decodes, i
   free_batch(*b);
 }
 
+// A launch-floor row (launch_floor.h): per call a read of `bytes` by `blocks` blocks of `threads`
+// threads (none where blocks = 0), then `empties` empty kernels, each launched as a programmatic dependent
+// of the kernel before it; graph replays. Counters as the decode rows' (the bytes read once).
+void run_floor(benchmark::State& state, int64_t bytes, int blocks, int threads, int empties) {
+  if (gpu() == nullptr) {
+    state.SkipWithError("no CUDA device");
+    return;
+  }
+  void* src = blocks > 0 ? device_alloc(size_t(bytes)) : nullptr;
+  auto* sink = static_cast<uint32_t*>(device_alloc(4));
+  if (src != nullptr) cudaMemset(src, 1, size_t(bytes));
+  bool failed = false;
+  auto call_on = [&](void* stream, int) {
+    if (blocks > 0) failed = failed || !launch_read(stream, src, bytes, blocks, threads, sink);
+    for (int i = 0; i < empties; ++i) failed = failed || !launch_empty(stream);
+  };
+  const int reps = reps_for([&](int i) { call_on(nullptr, i); }, 3e-3);
+  const double t = mean_time_per_call(
+      state,
+      [&] {
+        const double once = time_per_call_graph(call_on, reps);
+        return failed ? -1.0 : once;
+      },
+      "launch failed");
+  if (t > 0) {
+    const double read = blocks > 0 ? double(bytes) : 0.0;
+    state.counters["us"] = t * 1e6;
+    state.counters["GBs"] = read / t / 1e9;
+    state.counters["frac_bw"] = read / copy_bandwidth() / t;
+  }
+  if (src != nullptr) gpu()->free(src);
+  gpu()->free(sink);
+}
+
 // Registers a case timed by the case itself (manual time), 5 iterations, in microseconds.
 template <typename Fn>
 void add(const std::string& name, Fn fn) {
@@ -291,7 +323,7 @@ int main(int argc, char** argv) {
       }
     }
     for (int seqs : {1, 4, 16}) {
-      for (int64_t context : {2048, 8192, 32768}) {
+      for (int64_t context : {128, 512, 2048, 8192, 32768}) {
         benchmark::RegisterBenchmark(absl::StrCat("decode-graph/", m, "/batch=", seqs, "/context=", context).c_str(),
                                      [=](benchmark::State& st) { run(st, mode, seqs, context, 1, 128, true); })
             ->UseManualTime()->Iterations(5)->Unit(benchmark::kMicrosecond);
@@ -349,9 +381,10 @@ int main(int argc, char** argv) {
       }
     }
     // A decode kernel forced at one ring depth, graph replays: rows "<kernel>-ring=<ring>/...".
-    auto forced_ring_rows = [&](const char* kernel, AttentionRoute route, int ring, std::initializer_list<int> batches) {
+    auto forced_ring_rows = [&](const char* kernel, AttentionRoute route, int ring, std::initializer_list<int> batches,
+                                std::initializer_list<int64_t> contexts = {2048, 8192}) {
       for (int seqs : batches) {
-        for (int64_t context : {2048, 8192}) {
+        for (int64_t context : contexts) {
           benchmark::RegisterBenchmark(
               absl::StrCat(kernel, "-ring=", ring, "/", m, "/batch=", seqs, "/context=", context).c_str(),
               [=](benchmark::State& st) { run(st, mode, seqs, context, 1, 128, true, route); })
@@ -367,15 +400,24 @@ int main(int argc, char** argv) {
     forced_ring_rows("decode-chain", AttentionRoute::kDecodeChainRing8, 8, {1, 4});
     // The four-warps-per-segment decode kernel at each ring depth (kAuto takes it for the smallest
     // launches).
-    forced_ring_rows("decode-split", AttentionRoute::kDecodeSplitRing4, 4, {1, 4, 16});
+    forced_ring_rows("decode-split", AttentionRoute::kDecodeSplitRing4, 4, {1, 4, 16}, {128, 512, 2048, 8192});
     forced_ring_rows("decode-split", AttentionRoute::kDecodeSplitRing8, 8, {1, 4, 16});
     // The segment kernel (kAuto takes it for launches that fit one wave of its blocks).
     for (int seqs : {1, 4, 16}) {
-      for (int64_t context : {2048, 8192}) {
+      for (int64_t context : {128, 512, 2048, 8192}) {
         add(absl::StrCat("decode-segment/", m, "/batch=", seqs, "/context=", context),
             [=](benchmark::State& st) {
               run(st, mode, seqs, context, 1, 128, true, AttentionRoute::kDecodeSegment);
             });
+      }
+    }
+    // The 64-row kernel forced on short contexts (kAuto's choice for some launches of one segment per
+    // tile), graph replays, beside the decode-graph, decode-segment and decode-split-ring=4 rows.
+    for (int seqs : {1, 4, 16}) {
+      for (int64_t context : {128, 512}) {
+        add(absl::StrCat("decode-64row-graph/", m, "/batch=", seqs, "/context=", context), [=](benchmark::State& st) {
+          run(st, mode, seqs, context, 1, 128, true, AttentionRoute::kGeneralOnly);
+        });
       }
     }
     // Mixed steps: one prefill chunk and decodes in one call (run_mixed).
@@ -408,6 +450,20 @@ int main(int argc, char** argv) {
               ->Iterations(5)
               ->Unit(benchmark::kMicrosecond);
         }
+      }
+    }
+  }
+  // The floor under a replayed call of batch 1 x 2048 (launch_floor.h): one and two empty kernels,
+  // and a read of that call's K and V bytes (8 MiB) by 64..512 blocks, alone and with an empty
+  // kernel after it (as the merge follows the decode kernel), 16..128 KiB in flight per block.
+  add("launch-floor/empty", [](benchmark::State& st) { run_floor(st, 0, 0, 0, 1); });
+  add("launch-floor/empty-pair", [](benchmark::State& st) { run_floor(st, 0, 0, 0, 2); });
+  constexpr int64_t kBatch1Bytes = int64_t(2048) * kHkv * 128 * 2 * 2;
+  for (int blocks : {64, 128, 256, 512}) {
+    for (int threads : {128, 512, 1024}) {
+      for (int empties : {0, 1}) {
+        add(absl::StrCat("launch-floor/read", empties ? "+empty" : "", "/blocks=", blocks, "/threads=", threads),
+            [=](benchmark::State& st) { run_floor(st, kBatch1Bytes, blocks, threads, empties); });
       }
     }
   }

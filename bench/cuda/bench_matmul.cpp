@@ -88,19 +88,9 @@ void run(benchmark::State& state, int64_t N, int64_t K, int64_t M, int config) {
   bool failed = false;
   const auto call = linear_call(operands(N, K), N, K, M, config, &failed);
   const int reps = reps_for(call, 2e-3);
-  double total = 0;
-  int n = 0;
-  for (auto _ : state) {
-    const double t = time_per_call(call, reps);
-    if (t <= 0 || failed) {
-      state.SkipWithError("CUDA error");
-      return;
-    }
-    state.SetIterationTime(t);
-    total += t;
-    ++n;
-  }
-  state.counters["us"] = total / std::max(1, n) * 1e6;
+  const double t = mean_time_per_call(
+      state, [&] { return failed ? -1.0 : time_per_call(call, reps); }, "CUDA error");
+  if (t > 0) state.counters["us"] = t * 1e6;
 }
 
 // cuBLASLt, the automatic choice and the previous automatic choice, side by side (see the top).

@@ -56,6 +56,22 @@ double time_per_call_graph(const std::function<void(void*, int)>& fn, int reps) 
   return seconds;
 }
 
+double mean_time_per_call(benchmark::State& state, const std::function<double()>& time_once, const char* error) {
+  double total = 0;
+  int n = 0;
+  for (auto _ : state) {
+    const double t = time_once();
+    if (t <= 0) {
+      state.SkipWithError(error);
+      return -1;
+    }
+    state.SetIterationTime(t);
+    total += t;
+    ++n;
+  }
+  return total / std::max(1, n);
+}
+
 int reps_for(const std::function<void(int)>& fn, double target_seconds) {
   const double one = time_per_call(fn, 2);
   if (one <= 0) return 1;

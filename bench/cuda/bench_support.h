@@ -23,6 +23,10 @@ double time_per_call(const std::function<void(int)>& fn, int reps);
 // a stream of its own: the device's time alone, as an engine that captures its steps sees it (the
 // host work of each call is done once, at capture). Negative on a CUDA error.
 double time_per_call_graph(const std::function<void(void* stream, int)>& fn, int reps);
+// Runs the state's iterations as manual time, each the seconds per call that time_once() returns,
+// and gives their mean; once one is <= 0 (a CUDA error) the case stops with SkipWithError(error)
+// and the result is negative.
+double mean_time_per_call(benchmark::State& state, const std::function<double()>& time_once, const char* error);
 // Picks reps so that one timed batch lasts about target_seconds.
 int reps_for(const std::function<void(int)>& fn, double target_seconds);
 

@@ -505,13 +505,16 @@ absl::Status cuda_attention_routed(const ExecContext& ctx, const AttentionArgs& 
   };
   Extents e = extents(route);
   const AttentionPrefillPlan pp = prefill_plan(a, e, route);
-  // Decode tiles of one segment each, fewer than two per SM: one whole-context chain per warp then
-  // leaves most of the machine idle, and the 64-row kernel (four warps loading per tile) was a
-  // little faster on the H200 (bench/cuda/NOTES.md, default mode: batch 16, split_count 1: 0.157
-  // vs 0.144 of the copy floor; batch 64: 0.32 vs 0.58, so the decode kernel from there on). Speed
-  // only: every route gives the same bits.
+  // Decode tiles of one segment each, fewer than two per SM, of more than 8 rows: one whole-context
+  // chain per warp of the decode kernel then leaves most of the machine idle, and the 64-row kernel
+  // (four warps loading per tile) was a little faster on the H200 (bench/cuda/NOTES.md, default
+  // mode: batch 16, split_count 1: 0.157 vs 0.144 of the copy floor; batch 64: 0.32 vs 0.58, so the
+  // decode kernel from there on). Tiles of at most 8 rows stay: the segment and split kernels (four
+  // warps per segment) take such launches in one kernel, where the 64-row route takes two (the work
+  // list, then the kernel): H200, invariant batch 1-16 x 128 keys, graph replays, 5.0-5.9 us against
+  // 12.1-12.8 (bench/cuda/NOTES.md, 2026-12-03). Speed only: every route gives the same bits.
   // Not with the wgmma prefill kernel: it keeps the list of 128-row tiles.
-  if (route == AttentionRoute::kAuto && !pp.wgmma && e.grid.max_segments == 1 &&
+  if (route == AttentionRoute::kAuto && !pp.wgmma && e.grid.max_segments == 1 && e.grid.partial_rows > 8 &&
       e.decode_tiles * a.num_kv_heads < int64_t(2) * cuda::device_sm_count()) {
     e = extents(AttentionRoute::kGeneralOnly);
     route = AttentionRoute::kGeneralOnly;

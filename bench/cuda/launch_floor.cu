@@ -1,0 +1,67 @@
+// Kernels of the launch-floor rows (launch_floor.h): an empty kernel and a read-only kernel, both
+// programmatic dependents that wait for the kernel before them first, as every step kernel must.
+#include "bench/cuda/launch_floor.h"
+
+#include <cuda_runtime.h>
+
+#include "kernels/cuda/cuda_common.h"
+
+namespace samebits::bench {
+namespace {
+
+__global__ void empty_kernel() { cuda::wait_for_previous_kernel(); }
+
+// Block b folds 16-byte words [b * per_block, (b + 1) * per_block) of src by XOR, eight loads per
+// thread in flight per round (a decode segment's ring keeps 16-64 KiB in flight per block).
+constexpr int kInFlight = 8;
+__global__ void read_kernel(const uint4* src, int64_t per_block, uint32_t* sink) {
+  cuda::wait_for_previous_kernel();
+  const uint4* p = src + blockIdx.x * per_block;
+  uint32_t x = 0;
+  bool allowed = false;
+  for (int64_t i = threadIdx.x; i < per_block; i += kInFlight * blockDim.x) {
+    uint4 v[kInFlight];
+#pragma unroll
+    for (int u = 0; u < kInFlight; ++u) {
+      const int64_t j = i + int64_t(u) * blockDim.x;
+      v[u] = j < per_block ? __ldg(p + j) : make_uint4(0, 0, 0, 0);
+    }
+    if (!allowed) {  // the first round's loads are issued: let the next kernel's blocks be scheduled
+      cuda::allow_next_kernel();
+      allowed = true;
+    }
+#pragma unroll
+    for (int u = 0; u < kInFlight; ++u) x ^= v[u].x ^ v[u].y ^ v[u].z ^ v[u].w;
+  }
+  if (x == 0x9e3779b9u) *sink = x;
+}
+
+bool launched(cudaError_t e) {
+  if (e == cudaSuccess) return true;
+  (void)cudaGetLastError();
+  return false;
+}
+
+template <typename... Args>
+bool launch_dependent(void (*kernel)(Args...), dim3 grid, dim3 block, void* stream, Args... args) {
+  cudaLaunchAttribute attribute[1] = {cuda::after_previous_kernel()};
+  cudaLaunchConfig_t config = {};
+  config.gridDim = grid;
+  config.blockDim = block;
+  config.stream = static_cast<cudaStream_t>(stream);
+  config.attrs = attribute;
+  config.numAttrs = 1;
+  return launched(cudaLaunchKernelEx(&config, kernel, args...));
+}
+
+}  // namespace
+
+bool launch_empty(void* stream) { return launch_dependent(empty_kernel, dim3(1), dim3(32), stream); }
+
+bool launch_read(void* stream, const void* src, int64_t bytes, int blocks, int threads, uint32_t* sink) {
+  if (blocks <= 0 || bytes % (int64_t(16) * blocks) != 0) return false;
+  return launch_dependent(read_kernel, dim3(unsigned(blocks)), dim3(unsigned(threads)), stream,
+                          static_cast<const uint4*>(src), bytes / 16 / blocks, sink);
+}
+
+}  // namespace samebits::bench
