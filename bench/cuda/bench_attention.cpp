@@ -4,8 +4,9 @@
 // decode-burst: 256 or 1000 sequences of 17..148 keys (the qwen3_8b_burst scenario's steps),
 // launched without host mirrors and timed as graph replays (-contig: tables of consecutive blocks,
 // -mirrors: with host mirrors, calls timed);
-// decode-graph: the small batches again, timed as replays of a CUDA graph of the calls (device
-// time without each call's host work, as the engine's captured steps see it); decode-kernel,
+// decode-graph: the batches again (1..256 sequences), timed as replays of a CUDA graph of the calls
+// (device time without each call's host work; launches still sized from the host mirrors, where an
+// engine's captured steps are sized from the shapes alone, as the decode-burst rows); decode-kernel,
 // decode-kernel-wide, decode-64row: the decode routes forced (AttentionRoute); decode-chain-ring=
 // 2|4|8 and decode-split-ring=4|8: the few-warps and the four-warps decode kernels with that
 // ring depth, graph replays; decode-segment: the kernel running a segment's sub-blocks side by
@@ -322,8 +323,9 @@ int main(int argc, char** argv) {
         }
       }
     }
-    for (int seqs : {1, 4, 16}) {
+    for (int seqs : {1, 4, 16, 64, 256}) {
       for (int64_t context : {128, 512, 2048, 8192, 32768}) {
+        if (seqs > 16 && (context < 2048 || context > 8192)) continue;
         benchmark::RegisterBenchmark(absl::StrCat("decode-graph/", m, "/batch=", seqs, "/context=", context).c_str(),
                                      [=](benchmark::State& st) { run(st, mode, seqs, context, 1, 128, true); })
             ->UseManualTime()->Iterations(5)->Unit(benchmark::kMicrosecond);
