@@ -263,8 +263,9 @@ void run_mixed(benchmark::State& state, Mode mode, int64_t chunk, int decodes, i
 }
 
 // A launch-floor row (launch_floor.h): per call a read of `bytes` by `blocks` blocks of `threads`
-// threads (none where blocks = 0), then `empties` empty kernels, each launched as a programmatic dependent
-// of the kernel before it; graph replays. Counters as the decode rows' (the bytes read once).
+// threads (none where blocks = 0), then `empties` empty kernels, each launched as a programmatic
+// dependent of the kernel before it; graph replays. Counters as the decode rows' (the bytes read
+// once).
 void run_floor(benchmark::State& state, int64_t bytes, int blocks, int threads, int empties) {
   if (gpu() == nullptr) {
     state.SkipWithError("no CUDA device");

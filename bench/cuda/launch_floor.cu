@@ -11,8 +11,9 @@ namespace {
 
 __global__ void empty_kernel() { cuda::wait_for_previous_kernel(); }
 
-// Block b folds 16-byte words [b * per_block, (b + 1) * per_block) of src by XOR, eight loads per
-// thread in flight per round (a decode segment's ring keeps 16-64 KiB in flight per block).
+// Block b folds 16-byte words [b * per_block, (b + 1) * per_block) of src by XOR, eight 16-byte
+// loads per thread in flight per round: 16, 64 or 128 KiB per block of 128, 512 or 1024 threads
+// (the segment kernel's first round of copies is a whole 256-key segment, 128 KiB at head_dim 128).
 constexpr int kInFlight = 8;
 __global__ void read_kernel(const uint4* src, int64_t per_block, uint32_t* sink) {
   cuda::wait_for_previous_kernel();
