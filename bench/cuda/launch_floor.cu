@@ -37,32 +37,21 @@ __global__ void read_kernel(const uint4* src, int64_t per_block, uint32_t* sink)
   if (x == 0x9e3779b9u) *sink = x;
 }
 
-bool launched(cudaError_t e) {
-  if (e == cudaSuccess) return true;
-  (void)cudaGetLastError();
-  return false;
-}
-
-template <typename... Args>
-bool launch_dependent(void (*kernel)(Args...), dim3 grid, dim3 block, void* stream, Args... args) {
-  cudaLaunchAttribute attribute[1] = {cuda::after_previous_kernel()};
-  cudaLaunchConfig_t config = {};
-  config.gridDim = grid;
-  config.blockDim = block;
-  config.stream = static_cast<cudaStream_t>(stream);
-  config.attrs = attribute;
-  config.numAttrs = 1;
-  return launched(cudaLaunchKernelEx(&config, kernel, args...));
-}
-
 }  // namespace
 
-bool launch_empty(void* stream) { return launch_dependent(empty_kernel, dim3(1), dim3(32), stream); }
+// Launched as the step kernels are: cuda::launch_after_previous.
+bool launch_empty(void* stream) {
+  return cuda::launch_after_previous("empty_kernel", empty_kernel, dim3(1), dim3(32), 0,
+                                     static_cast<cudaStream_t>(stream))
+      .ok();
+}
 
 bool launch_read(void* stream, const void* src, int64_t bytes, int blocks, int threads, uint32_t* sink) {
   if (blocks <= 0 || bytes % (int64_t(16) * blocks) != 0) return false;
-  return launch_dependent(read_kernel, dim3(unsigned(blocks)), dim3(unsigned(threads)), stream,
-                          static_cast<const uint4*>(src), bytes / 16 / blocks, sink);
+  return cuda::launch_after_previous("read_kernel", read_kernel, dim3(unsigned(blocks)), dim3(unsigned(threads)), 0,
+                                     static_cast<cudaStream_t>(stream), static_cast<const uint4*>(src),
+                                     bytes / 16 / blocks, sink)
+      .ok();
 }
 
 }  // namespace samebits::bench

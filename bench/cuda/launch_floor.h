@@ -13,8 +13,8 @@ bool launch_empty(void* stream);
 // Launches a kernel of `blocks` blocks of `threads` threads that reads `bytes` (a multiple of 16 *
 // blocks) from `src`, each block a contiguous run, eight 16-byte loads in flight per thread; it
 // calls allow_next_kernel() once its first loads are issued, as the decode kernels do before their
-// merge. `sink` receives a value only if the data folds to one
-// that the filled buffers never give (so the loads cannot be dropped).
+// merge. `sink` receives a value only if the data folds to one that the filled buffers never give
+// (so the loads cannot be dropped).
 bool launch_read(void* stream, const void* src, int64_t bytes, int blocks, int threads, uint32_t* sink);
 
 }  // namespace samebits::bench
