@@ -5,8 +5,9 @@
 // launched without host mirrors and timed as graph replays (-contig: tables of consecutive blocks,
 // -mirrors: with host mirrors, calls timed);
 // decode-graph: the batches again (1..256 sequences), timed as replays of a CUDA graph of the calls
-// (device time without each call's host work; launches still sized from the host mirrors, where an
-// engine's captured steps are sized from the shapes alone, as the decode-burst rows); decode-kernel,
+// (device time without each call's host work; launches still sized from the host mirrors);
+// decode-shapes: the same batches at both head dims, graph replays of launches sized from the shapes
+// alone, as an engine's captured decode steps and the decode-burst rows are; decode-kernel,
 // decode-kernel-wide, decode-64row: the decode routes forced (AttentionRoute); decode-chain-ring=
 // 2|4|8 and decode-split-ring=4|8: the few-warps and the four-warps decode kernels with that
 // ring depth, graph replays; decode-segment: the kernel running a segment's sub-blocks side by
@@ -225,23 +226,30 @@ void measure(benchmark::State& state, Mode mode, Batch& batch, int hd, const How
   }
 }
 
-// seqs sequences of `context` keys, the last q_len computed now (burst: make_batch).
-void run(benchmark::State& state, Mode mode, int seqs, int64_t context, int64_t q_len, int hd, bool graph = false,
-         AttentionRoute route = AttentionRoute::kAuto, Burst burst = Burst::kNone, int split_size = 0,
-         int units = kDefaultParallelUnits) {
+// seqs sequences of `context` keys, the last q_len computed now (burst: make_batch), run as `how` says.
+void run_how(benchmark::State& state, Mode mode, int seqs, int64_t context, int64_t q_len, int hd, const How& how,
+             Burst burst = Burst::kNone) {
   if (gpu() == nullptr) {
     state.SkipWithError("no CUDA device");
     return;
   }
   std::unique_ptr<Batch> b = make_batch(seqs, context, q_len, hd, burst);
+  measure(state, mode, *b, hd, how);
+  free_batch(*b);
+}
+
+// The same with How's fields as arguments; launches sized from the host mirrors except the bursts
+// that say otherwise.
+void run(benchmark::State& state, Mode mode, int seqs, int64_t context, int64_t q_len, int hd, bool graph = false,
+         AttentionRoute route = AttentionRoute::kAuto, Burst burst = Burst::kNone, int split_size = 0,
+         int units = kDefaultParallelUnits) {
   How how;
   how.graph = graph;
   how.route = route;
   how.mirrors = burst == Burst::kNone || burst == Burst::kMirrors;
   how.split_size = split_size;
   how.units = units;
-  measure(state, mode, *b, hd, how);
-  free_batch(*b);
+  run_how(state, mode, seqs, context, q_len, hd, how, burst);
 }
 
 // A mixed step as the engine issues it: one prefill chunk of `chunk` tokens over `chunk` cached
@@ -330,6 +338,21 @@ int main(int argc, char** argv) {
         benchmark::RegisterBenchmark(absl::StrCat("decode-graph/", m, "/batch=", seqs, "/context=", context).c_str(),
                                      [=](benchmark::State& st) { run(st, mode, seqs, context, 1, 128, true); })
             ->UseManualTime()->Iterations(5)->Unit(benchmark::kMicrosecond);
+      }
+    }
+    // The decode-graph batches at both head dims, launches sized from the shapes alone (no host
+    // mirrors), as an engine's captured decode steps are: beside decode-graph, what the slot count
+    // chosen without the contexts costs.
+    for (int hd : {128, 64}) {
+      for (int seqs : {1, 4, 16, 64, 256}) {
+        for (int64_t context : {512, 2048, 8192, 32768}) {
+          if ((seqs > 16 && (context < 2048 || context > 8192)) || (seqs == 16 && context > 8192)) continue;
+          How how;
+          how.graph = true;
+          how.mirrors = false;
+          add(absl::StrCat("decode-shapes/", m, "/", hd == 128 ? "" : "hd=64/", "batch=", seqs, "/context=", context),
+              [=](benchmark::State& st) { run_how(st, mode, seqs, context, 1, hd, how); });
+        }
       }
     }
     // The qwen3_8b_burst scenario's decode steps: sequences of 17..148 keys (make_batch).

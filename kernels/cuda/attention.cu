@@ -37,6 +37,7 @@
 // CPU reduces in 16 fixed lanes, merges with a global max and takes fixed_expf); not promised. No
 // atomics on floats.
 #include <algorithm>
+#include <cstdint>
 #include <utility>
 #include <vector>
 
@@ -71,6 +72,52 @@ int tile_segments(const AttentionPlan& plan, int64_t cached, int64_t q_len, int6
 
 size_t align256(size_t n) { return (n + 255) / 256 * 256; }
 
+// Blocks of `bytes` of dynamic shared memory that one SM holds at once (its shared memory less
+// the reserve per block, read once from the device).
+int blocks_per_sm_by_smem(int bytes) {
+  static const std::pair<int, int> sm = [] {
+    int device = 0, per_sm = 0, reserved = 0;
+    cudaGetDevice(&device);
+    cudaDeviceGetAttribute(&per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, device);
+    cudaDeviceGetAttribute(&reserved, cudaDevAttrReservedSharedMemoryPerBlock, device);
+    return std::pair<int, int>{per_sm, reserved};
+  }();
+  return sm.first / (bytes + sm.second);
+}
+
+// Segment slots of a launch (gridDim.x of the decode kernels: slot j takes segments j, j + slots,
+// ... of its tile) for `tiles` (sequence, kv head) decode tiles of up to `segments` segments each,
+// the same rule with host mirrors (exact segments) and without (the shapes' bound: every step an
+// engine captures). Speed only: a segment's arithmetic does not depend on its slot.
+//  - head_dim 128: a slot per segment. The decode kernel holds 8 warps per SM (26 KiB of shared
+//    memory each), and many short waves balance themselves; fewer slots left a last wave mostly
+//    empty or SMs idle.
+//  - head_dim 64: the few-warps chain kernel takes most launches (chain_kernel_below_warps), one
+//    wave of its blocks (12 per SM) at most, where a block's time follows its segments. So the
+//    slots that minimise the most segments one SM runs (ceil(tiles x slots / SMs) warps of
+//    ceil(segments / slots) segments each), the most slots of those that tie; one slot where the
+//    tiles alone exceed the wave.
+// H200, invariant, graph replays (bench/cuda/NOTES.md, 2026-12-03), against the previous rules (a
+// slot per segment with mirrors; min(segments, 8 x SMs / tiles) without): sized from the shapes,
+// head_dim 128 batch 16 x 8192 183.7 -> 139.6 us, batch 64 x 2048 / 8192 0.86x, batch 256 x 8192
+// 0.97x, head_dim 64 batch 16-64 0.74-0.88x; with mirrors head_dim 64 batch 16-256 x >= 2048 and
+// batch 4 x 32768 0.78-0.81x (calls); every other row within 1%.
+int decode_slot_count(int head_dim, int64_t tiles, int segments) {
+  if (head_dim == 128 || segments <= 1 || tiles <= 0) return segments;
+  const int64_t sms = cuda::device_sm_count();
+  const int64_t wave = int64_t(blocks_per_sm_by_smem(cuda::ChainLayout<64, cuda::kChainRingShallow>::kBytes)) * sms;
+  int best = 1;
+  int64_t best_load = INT64_MAX;
+  for (int slots = 1; slots <= segments && tiles * slots <= wave; ++slots) {
+    const int64_t load = cuda::ceil_div64(tiles * slots, sms) * cuda::ceil_div64(segments, slots);
+    if (load <= best_load) {
+      best = slots;
+      best_load = load;
+    }
+  }
+  return best;
+}
+
 // How much work one call may hold: items of the 64-row kernel (per kv head) and the decode grid.
 struct Extents {
   int64_t items = 0;
@@ -103,7 +150,7 @@ Extents exact_extents(const AttentionArgs& a, const int32_t* qs, const int32_t* 
     e.grid.max_segments = std::max(e.grid.max_segments, nseg);
     e.grid.partial_rows = std::max(e.grid.partial_rows, int(rem));
   }
-  e.decode_slots = e.grid.max_segments;
+  e.decode_slots = decode_slot_count(a.head_dim, e.decode_tiles * a.num_kv_heads, e.grid.max_segments);
   return e;
 }
 
@@ -136,10 +183,7 @@ Extents bound_extents(const AttentionArgs& a, AttentionRoute route) {
   e.grid.max_segments = int(std::max<int64_t>(1, segments));
   e.decode_tiles = a.num_seqs;
   e.grid.partial_rows = int(std::min<int64_t>(cuda::kDecodeRows, group * max_q));
-  // Enough segment slots for several blocks per SM; each block loops over the rest of its tile's.
-  const int64_t tiles = int64_t(a.num_seqs) * a.num_kv_heads;
-  const int64_t want = (int64_t(8) * cuda::device_sm_count() + tiles - 1) / tiles;
-  e.decode_slots = int(std::min<int64_t>(e.grid.max_segments, std::max<int64_t>(1, want)));
+  e.decode_slots = decode_slot_count(a.head_dim, e.decode_tiles * a.num_kv_heads, e.grid.max_segments);
   return e;
 }
 
@@ -298,19 +342,6 @@ int forced_split_ring(AttentionRoute route) {
   }
 }
 
-// Blocks of `bytes` of dynamic shared memory that one SM holds at once (its shared memory less
-// the reserve per block, read once from the device).
-int blocks_per_sm_by_smem(int bytes) {
-  static const std::pair<int, int> sm = [] {
-    int device = 0, per_sm = 0, reserved = 0;
-    cudaGetDevice(&device);
-    cudaDeviceGetAttribute(&per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, device);
-    cudaDeviceGetAttribute(&reserved, cudaDevAttrReservedSharedMemoryPerBlock, device);
-    return std::pair<int, int>{per_sm, reserved};
-  }();
-  return sm.first / (bytes + sm.second);
-}
-
 // Whether `units` blocks of `bytes` of shared memory each run in one wave.
 bool one_wave(int64_t units, int bytes) {
   return units <= int64_t(blocks_per_sm_by_smem(bytes)) * cuda::device_sm_count();
@@ -346,6 +377,40 @@ AttentionPrefillPlan prefill_plan(const AttentionArgs& a, const Extents& e, Atte
     p.smem_bytes = cuda::attention_kernel_smem_bytes(a.head_dim);
   }
   return p;
+}
+
+// A call's launch sizes (exact from the host mirrors, else bounds from the shapes), its prefill
+// plan and its route after the automatic reroute below.
+struct CallSizing {
+  Extents e;
+  AttentionPrefillPlan prefill;
+  AttentionRoute route;
+};
+
+CallSizing size_call(const AttentionArgs& a, AttentionRoute route) {
+  const bool mirrors = a.host_query_start && a.host_context_lens;
+  auto extents = [&](AttentionRoute r) {
+    return mirrors ? exact_extents(a, a.host_query_start, a.host_context_lens, r) : bound_extents(a, r);
+  };
+  CallSizing c{extents(route), {}, route};
+  c.prefill = prefill_plan(a, c.e, route);
+  const AttentionPrefillPlan& pp = c.prefill;
+  Extents& e = c.e;
+  // Decode tiles of one segment each, fewer than two per SM, of more than 8 rows: one whole-context
+  // chain per warp of the decode kernel then leaves most of the machine idle, and the 64-row kernel
+  // (four warps loading per tile) was a little faster on the H200 (bench/cuda/NOTES.md, default
+  // mode: batch 16, split_count 1: 0.157 vs 0.144 of the copy floor; batch 64: 0.32 vs 0.58, so the
+  // decode kernel from there on). Tiles of at most 8 rows stay: the segment and split kernels (four
+  // warps per segment) take such launches in one kernel, where the 64-row route takes two (the work
+  // list, then the kernel): H200, invariant batch 1-16 x 128 keys, graph replays, 5.0-5.9 us against
+  // 12.1-12.8 (bench/cuda/NOTES.md, 2026-12-03). Speed only: every route gives the same bits.
+  // Not with the wgmma prefill kernel: it keeps the list of 128-row tiles.
+  if (route == AttentionRoute::kAuto && !pp.wgmma && e.grid.max_segments == 1 && e.grid.partial_rows > 8 &&
+      e.decode_tiles * a.num_kv_heads < int64_t(2) * cuda::device_sm_count()) {
+    e = extents(AttentionRoute::kGeneralOnly);
+    c.route = AttentionRoute::kGeneralOnly;
+  }
+  return c;
 }
 
 template <int HD>
@@ -472,10 +537,22 @@ std::string AttentionPrefillPlan::describe() const {
 }
 
 AttentionPrefillPlan cuda_attention_prefill_plan(const AttentionArgs& a, AttentionRoute route) {
-  const bool mirrors = a.host_query_start && a.host_context_lens;
-  const Extents e =
-      mirrors ? exact_extents(a, a.host_query_start, a.host_context_lens, route) : bound_extents(a, route);
-  return prefill_plan(a, e, route);
+  return size_call(a, route).prefill;
+}
+
+std::string AttentionDecodePlan::describe() const {
+  return absl::StrCat("decode{tiles=", tiles, " segments=", segments, " slots=", slots, "}");
+}
+
+AttentionDecodePlan cuda_attention_decode_plan(const AttentionArgs& a) {
+  const Extents e = size_call(a, AttentionRoute::kAuto).e;
+  AttentionDecodePlan p;
+  if (e.grid.max_segments > 0) {
+    p.tiles = e.decode_tiles * a.num_kv_heads;
+    p.segments = e.grid.max_segments;
+    p.slots = e.decode_slots;
+  }
+  return p;
 }
 
 absl::Status cuda_attention_routed(const ExecContext& ctx, const AttentionArgs& a, AttentionRoute route) {
@@ -498,27 +575,13 @@ absl::Status cuda_attention_routed(const ExecContext& ctx, const AttentionArgs& 
                      " is null");
     }
   }
-  const bool mirrors = a.host_query_start && a.host_context_lens;
-  if (mirrors) SAMEBITS_RETURN_IF_ERROR(check_attention_sequences(a, a.host_query_start, a.host_context_lens, nullptr));
-  auto extents = [&](AttentionRoute r) {
-    return mirrors ? exact_extents(a, a.host_query_start, a.host_context_lens, r) : bound_extents(a, r);
-  };
-  Extents e = extents(route);
-  const AttentionPrefillPlan pp = prefill_plan(a, e, route);
-  // Decode tiles of one segment each, fewer than two per SM, of more than 8 rows: one whole-context
-  // chain per warp of the decode kernel then leaves most of the machine idle, and the 64-row kernel
-  // (four warps loading per tile) was a little faster on the H200 (bench/cuda/NOTES.md, default
-  // mode: batch 16, split_count 1: 0.157 vs 0.144 of the copy floor; batch 64: 0.32 vs 0.58, so the
-  // decode kernel from there on). Tiles of at most 8 rows stay: the segment and split kernels (four
-  // warps per segment) take such launches in one kernel, where the 64-row route takes two (the work
-  // list, then the kernel): H200, invariant batch 1-16 x 128 keys, graph replays, 5.0-5.9 us against
-  // 12.1-12.8 (bench/cuda/NOTES.md, 2026-12-03). Speed only: every route gives the same bits.
-  // Not with the wgmma prefill kernel: it keeps the list of 128-row tiles.
-  if (route == AttentionRoute::kAuto && !pp.wgmma && e.grid.max_segments == 1 && e.grid.partial_rows > 8 &&
-      e.decode_tiles * a.num_kv_heads < int64_t(2) * cuda::device_sm_count()) {
-    e = extents(AttentionRoute::kGeneralOnly);
-    route = AttentionRoute::kGeneralOnly;
+  if (a.host_query_start && a.host_context_lens) {
+    SAMEBITS_RETURN_IF_ERROR(check_attention_sequences(a, a.host_query_start, a.host_context_lens, nullptr));
   }
+  const CallSizing sized = size_call(a, route);
+  const Extents& e = sized.e;
+  const AttentionPrefillPlan& pp = sized.prefill;
+  route = sized.route;
   if (e.items * a.num_kv_heads > INT32_MAX) return invalid("too many work items");
 
   AttnParams params{};

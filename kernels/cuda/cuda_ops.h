@@ -72,6 +72,17 @@ struct AttentionPrefillPlan {
 };
 AttentionPrefillPlan cuda_attention_prefill_plan(const AttentionArgs& args, AttentionRoute route);
 
+// The decode tiles' launch shape under kAuto (tests and benchmarks inspect it): the (sequence, kv
+// head) tiles of at most 16 rows, their most segments and the segment slots (the decode kernels'
+// gridDim.x: slot j takes segments j, j + slots, ... of its tile), exact from the host mirrors, else
+// bounds from the shapes. Zero tiles: none (or the 64-row kernel takes them).
+struct AttentionDecodePlan {
+  int64_t tiles = 0;
+  int segments = 0, slots = 0;
+  std::string describe() const;
+};
+AttentionDecodePlan cuda_attention_decode_plan(const AttentionArgs& args);
+
 // Invariant linear with a forced tile configuration (benchmarks and tests of the tile choice):
 // every configuration gives the same bits (the per-element reduction does not depend on the tile).
 int cuda_linear_invariant_config_count();

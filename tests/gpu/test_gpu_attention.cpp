@@ -7,10 +7,11 @@
 // The CUDA backend's kernel routes for a sequence's last tile of 1..16 rows (one warp per segment,
 // in blocks of one or more warps or in the few-warps kernel at each ring depth; or the 64-row
 // kernel) must give the same bits under
-// every plan, with launches sized from host mirrors or from shape bounds; a bad layout without host
-// mirrors is reported by the device.
+// every plan, with launches sized from host mirrors or from shape bounds, and with blocks that take
+// several segments of their tile; a bad layout without host mirrors is reported by the device.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <optional>
 #include <string>
 
@@ -250,6 +251,67 @@ AttentionArgs layout_check_args(const AttnShapeG& shape, const bf16* q, const bf
 }
 
 #if defined(SAMEBITS_HAVE_CUDA)
+
+// The decode plan of the last call through attention_recording_plan.
+AttentionDecodePlan g_last_decode_plan;
+absl::Status attention_recording_plan(const ExecContext& ctx, const AttentionArgs& a) {
+  g_last_decode_plan = cuda_attention_decode_plan(a);
+  return cuda_attention_routed(ctx, a, AttentionRoute::kAuto);
+}
+
+// Large batches of long decodes get fewer segment slots than segments at head_dim 64, so that a
+// block takes several of its tile's segments one after the other (cuda/attention.cu,
+// decode_slot_count); at head_dim 128 a slot per segment. Either way, with host mirrors or without,
+// the bits of the 64-row kernel.
+TEST(GpuAttention, DecodeSlotsTakingSeveralSegmentsBitwise) {
+  SAMEBITS_REQUIRE_GPU();
+  AttentionPlan size64, count40;
+  size64.kind = AttentionPlan::Kind::kFixedSplitSize;
+  size64.split_size = 64;
+  count40.kind = AttentionPlan::Kind::kSplitCount;
+  count40.split_count = 40;
+  for (const AttnShapeG& shape : {kShapes[0], kShapes[1]}) {
+    std::vector<SeqG> seqs;
+    std::vector<int64_t> cached;
+    for (int i = 0; i < 200; ++i) {  // 400 (sequence, kv head) tiles at head_dim 64, 200 at 128
+      seqs.push_back(make_seq_g(shape, 240 + i % 61, 500 + i));
+      cached.push_back(seqs.back().len - 1);
+    }
+    for (const PlanCaseG& rc : {PlanCaseG{Mode::kInvariant, size64}, PlanCaseG{Mode::kDefault, count40}}) {
+      SCOPED_TRACE(absl::StrCat(shape.name(), " ", rc.name()));
+      StepOptionsG o = opts(rc.mode);
+      o.plan = rc.plan;
+      o.attention = attention_recording_plan;
+      std::vector<absl::StatusOr<std::vector<std::vector<bf16>>>> sized;
+      for (bool mirrors : {true, false}) {
+        o.host_mirrors = mirrors;
+        sized.push_back(route_step_g(*gpu, shape, seqs, cached, o));
+        ASSERT_TRUE(sized.back().ok()) << sized.back().status();
+        const AttentionDecodePlan& plan = g_last_decode_plan;
+        std::printf("%s %s, host mirrors %s: %s\n", shape.name().c_str(), rc.name().c_str(), mirrors ? "on" : "off",
+                    plan.describe().c_str());
+        EXPECT_EQ(plan.tiles, int64_t(seqs.size()) * shape.hkv);
+        EXPECT_GT(plan.segments, 1);
+        if (shape.hd == 64) {
+          EXPECT_LT(plan.slots, plan.segments);
+        } else {
+          EXPECT_EQ(plan.slots, plan.segments);
+        }
+      }
+      o.host_mirrors = true;
+      o.attention = attention_routed<AttentionRoute::kGeneralOnly>;
+      auto general = route_step_g(*gpu, shape, seqs, cached, o);
+      ASSERT_TRUE(general.ok()) << general.status();
+      for (size_t i = 0; i < seqs.size(); ++i) {
+        for (size_t k = 0; k < sized.size(); ++k) {
+          const int64_t at = first_diff((*general)[i], (*sized[k])[i]);
+          EXPECT_EQ(at, -1) << "sequence " << i << (k == 0 ? " with" : " without")
+                            << " host mirrors: first difference at element " << at;
+        }
+      }
+    }
+  }
+}
 
 TEST(GpuAttention, DecodeKernelEqualsGeneralKernelBitwise) {
   SAMEBITS_REQUIRE_GPU();
