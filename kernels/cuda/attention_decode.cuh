@@ -60,10 +60,12 @@ struct DecodeLayout {
   static constexpr int kBytes = kQBytes + kRing * kItemBytes;
 };
 
-// Key rows of half a sub-block in a ring buffer: keys k and k + 32 of the sub-block share a row.
+// Key rows of half a sub-block in a ring buffer: keys k and k + 32 of the sub-block share a row
+// (tile_offset as SwizzledRows').
 template <int HD>
 struct HalfRows {
   __device__ __forceinline__ uint32_t operator()(int key, int chunk) const { return swizzled(key & 31, chunk, HD / 8); }
+  __host__ __device__ static constexpr uint32_t tile_offset(int t) { return uint32_t(t & 1) * 16 * HD * 2; }
 };
 
 // Shape of the implicit grid and of the partials it writes (host: attention.cu).

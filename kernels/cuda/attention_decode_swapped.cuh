@@ -70,16 +70,26 @@ __device__ __forceinline__ void hold_q_columns(uint32_t q_s, uint32_t (&qb)[HD /
 
 // S^T += K Q^T for the 16-key tiles [MT0, MT1) of the sub-block (K rows at kb_s through `rows`):
 // st[mt][e] is the score of key mt * 16 + lane / 4 + (e / 2) * 8 for row (lane % 4) * 2 + e % 2.
+// Addresses: a lane reads chunk 2 kk + lane / 16 of key mt * 16 + lane % 16. The swizzle XORs a
+// chunk with key % 8 = lane % 8, which changes only its low three bits, so chunk 2 kk + b of
+// step kk = 4 q + r lies 128 q bytes after that of step r: four addresses per lane (steps 0..3 of
+// tile 0), every other step and tile an immediate offset (Rows::tile_offset). Formed per
+// instruction, the addresses took ~4 integer instructions per ldmatrix: H200, the segment kernel
+// at batch 1 x 2048 ran 2,106 -> 1,988 instructions per warp (ncu, bench/cuda/NOTES.md).
 template <int HD, int MT0, int MT1, typename Rows>
 __device__ __forceinline__ void score_keys_swapped(uint32_t kb_s, Rows rows, const uint32_t (&qb)[HD / 16][2],
                                                    float (&st)[4][4]) {
   const int lane = threadIdx.x & 31;
+  constexpr int kBases = HD / 16 < 4 ? HD / 16 : 4;
+  uint32_t at[kBases];
+#pragma unroll
+  for (int r = 0; r < kBases; ++r) at[r] = kb_s + rows(lane & 15, r * 2 + (lane >> 4));
 #pragma unroll
   for (int kk = 0; kk < HD / 16; ++kk) {
 #pragma unroll
     for (int mt = MT0; mt < MT1; ++mt) {
       uint32_t a[4];
-      ldmatrix_x4(a, kb_s + rows(mt * 16 + (lane & 15), kk * 2 + (lane >> 4)));
+      ldmatrix_x4(a, at[kk % kBases] + uint32_t(kk / kBases) * 128 + Rows::tile_offset(mt));
       mma_bf16_16816(st[mt], a, qb[kk][0], qb[kk][1]);
     }
   }
@@ -136,7 +146,10 @@ __device__ __forceinline__ void value_step_swapped(uint32_t vb_s, Rows rows, int
   for (int i = 0; i < NMT; ++i) {
     uint32_t a[4] = {0u, 0u, 0u, 0u};
     if (loaded) {
-      ldmatrix_x4_trans(a, vb_s + rows(kk * 16 + (lane & 7) + (lane >> 4) * 8, (mt0 + i) * 2 + ((lane >> 3) & 1)));
+      // Key kk * 16 + k at step 0's address plus an immediate (score_keys_swapped says why), so
+      // that one address per output tile serves all four steps of a sub-block.
+      ldmatrix_x4_trans(a, vb_s + rows((lane & 7) + (lane >> 4) * 8, (mt0 + i) * 2 + ((lane >> 3) & 1)) +
+                               Rows::tile_offset(kk));
     }
     mma_bf16_16816(ot[i], a, b0, b1);
   }

@@ -188,9 +188,12 @@ __device__ __forceinline__ void fold_row_partial(int h, const float (&o)[NTD][4]
 }
 
 // Key rows of a K/V sub-block in shared memory: chunk `chunk` (16 bytes) of key row `key`.
+// tile_offset(t): keys 16 t + k lie tile_offset(t) bytes after keys k (k < 16; the XOR swizzle
+// depends on key % 8 only), so that an ldmatrix over 16-key tiles adds it as an immediate.
 template <int HD>
 struct SwizzledRows {  // XOR swizzle (tensor_core.cuh), rows of HD * 2 bytes
   __device__ __forceinline__ uint32_t operator()(int key, int chunk) const { return swizzled(key, chunk, HD / 8); }
+  __host__ __device__ static constexpr uint32_t tile_offset(int t) { return uint32_t(t) * 16 * HD * 2; }
 };
 // THE arithmetic of one sub-block of 64 keys [sb0, sb0 + 64) for one warp's 16 rows (rows
 // q_row0 .. q_row0 + 15 of the swizzled Q tile at q_s; this lane's two rows are lane / 4 and
