@@ -100,8 +100,9 @@ int blocks_per_sm_by_smem(int bytes) {
 // H200, invariant, graph replays (bench/cuda/NOTES.md, 2026-12-03), against the previous rules (a
 // slot per segment with mirrors; min(segments, 8 x SMs / tiles) without): sized from the shapes,
 // head_dim 128 batch 16 x 8192 183.7 -> 139.6 us, batch 64 x 2048 / 8192 0.86x, batch 256 x 8192
-// 0.97x, head_dim 64 batch 16-64 0.74-0.88x; with mirrors head_dim 64 batch 16-256 x >= 2048 and
-// batch 4 x 32768 0.78-0.81x (calls); every other row within 1%.
+// 0.97x, head_dim 64 batch 16 x 8192 and 64 x 2048 / 8192 0.74-0.88x; with mirrors (calls) head_dim
+// 64 batch 16 x 8192, 64 x 2048 / 8192, 256 x 512-8192 and 4 x 32768 0.78-0.81x; every other
+// graph-replay row 0.984-1.018.
 int decode_slot_count(int head_dim, int64_t tiles, int segments) {
   if (head_dim == 128 || segments <= 1 || tiles <= 0) return segments;
   const int64_t sms = cuda::device_sm_count();
