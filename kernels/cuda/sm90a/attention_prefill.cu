@@ -25,10 +25,11 @@
 // (named barriers, as FA3's ping-pong does) measured 1.01-1.035x the time on the H200
 // (bench/cuda/NOTES.md, 2026-12-03): a warpgroup folding at a segment end held the other at its
 // next turn.
-// Two other orders keep the bits and measured slower (NOTES, 2026-12-03 ~20:26-20:33): sub-blocks
+// Three other orders keep the bits and measured slower (NOTES, 2026-12-03 ~20:26-20:57): sub-blocks
 // in pairs with both softmaxes side by side and nothing in flight under them (1.21-1.35x the time;
-// with the P V products in flight they spill at head_dim 128), and the max phase under the previous
-// P V products, retiring the scores alone with wait_group 1 (1.03-1.08x).
+// with the P V products in flight they spill at head_dim 128), the max phase under the previous
+// P V products, retiring the scores alone with wait_group 1 (1.03-1.08x), and two score buffers in
+// turn instead of the copy below (1.01-1.08x: fewer instructions, more barrier and fetch stalls).
 #include <cuda_runtime.h>
 
 #include "kernels/cuda/attention_prefill.h"
