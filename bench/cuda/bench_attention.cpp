@@ -27,12 +27,14 @@
 // and the tensor-core floor (QK^T and PV of every query) / time, both also printed.
 // Prefill: one chunk of 64..4096 tokens over an empty cache (causal); prefill-cached: chunks of
 // 256..4096 tokens over a cached prefix of 2048 keys in the paged cache (hd=64 too), and
-// prefill-64row the same with the 64-row kernel forced (AttentionRoute::kGeneralOnly; the
-// automatic route takes the wgmma kernel on an H200); floor = the QK^T and PV multiply-adds of
-// the visible (query, key) pairs at the dense bf16 tensor-core rate (989 TFLOP/s datasheet;
-// frac_tc = floor / time). Time per call from CUDA events
-// over a batch of calls; the host part of each call (launch sizing from the host mirrors) is
-// included in the time.
+// prefill-64row the same with the 64-row kernel forced (AttentionRoute::kGeneralOnly; the automatic
+// route takes the wgmma kernel on an H200), prefill-pages-apart the same keys with the sequence's
+// blocks in decreasing order (the kernel's cp.async copies take the same time either way; bulk
+// tensor copies of pages in consecutive blocks, measured and not kept, gained on prefill-cached and
+// lost here: bench/cuda/NOTES.md, 2026-12-03); floor = the QK^T and PV multiply-adds of the visible
+// (query, key) pairs at the dense bf16 tensor-core rate (989 TFLOP/s datasheet; frac_tc = floor /
+// time). Time per call from CUDA events over a batch of calls; the host part of each call (launch
+// sizing from the host mirrors) is included in the time.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -74,7 +76,9 @@ int64_t burst_context(int s) { return 17 + (int64_t(s) * 37) % 132; }
 // (kContiguous); tables 16 blocks wide (a captured graph's width); launched without host mirrors
 // (sized from the shapes alone, as the engine's steps are) and timed as graph replays, except
 // kMirrors (host mirrors, calls timed with their host work).
-enum class Burst { kNone, kScattered, kContiguous, kMirrors };
+// kPagesApart: not a burst; each sequence's blocks in decreasing order (no two pages in
+// consecutive blocks, as a block table after many frees and reuses can be).
+enum class Burst { kNone, kScattered, kContiguous, kMirrors, kPagesApart };
 
 // One sequence of a batch: `context` keys, the last q_len of them computed now.
 struct Part {
@@ -83,7 +87,7 @@ struct Part {
 
 // The sequences `parts` (a burst: 16-block tables, burst_context(s) keys each).
 std::unique_ptr<Batch> make_batch_of(const std::vector<Part>& parts, int hd, Burst kind = Burst::kNone) {
-  const bool burst = kind != Burst::kNone;
+  const bool burst = kind != Burst::kNone && kind != Burst::kPagesApart;
   const int seqs = int(parts.size());
   auto b = std::make_unique<Batch>();
   const Backend& g = *gpu();
@@ -99,7 +103,8 @@ std::unique_ptr<Batch> make_batch_of(const std::vector<Part>& parts, int hd, Bur
     b->max_context = std::max(b->max_context, len);
     for (int j = 0; j < b->max_blocks; ++j) {
       const bool scattered = kind == Burst::kScattered || kind == Burst::kMirrors;
-      b->tables.push_back(scattered ? j * seqs + s : s * b->max_blocks + j);
+      const int jj = kind == Burst::kPagesApart ? b->max_blocks - 1 - j : j;
+      b->tables.push_back(scattered ? j * seqs + s : s * b->max_blocks + jj);
     }
   }
   b->T = b->qs.back();
@@ -246,7 +251,7 @@ void run(benchmark::State& state, Mode mode, int seqs, int64_t context, int64_t 
   How how;
   how.graph = graph;
   how.route = route;
-  how.mirrors = burst == Burst::kNone || burst == Burst::kMirrors;
+  how.mirrors = burst == Burst::kNone || burst == Burst::kMirrors || burst == Burst::kPagesApart;
   how.split_size = split_size;
   how.units = units;
   run_how(state, mode, seqs, context, q_len, hd, how, burst);
@@ -472,6 +477,16 @@ int main(int argc, char** argv) {
           benchmark::RegisterBenchmark(
               absl::StrCat(kernel, m, "/", hd == 128 ? "" : "hd=64/", "chunk=", chunk, "/cached=", kPrefix).c_str(),
               [=](benchmark::State& st) { run(st, mode, 1, kPrefix + chunk, chunk, hd, false, route); })
+              ->UseManualTime()
+              ->Iterations(5)
+              ->Unit(benchmark::kMicrosecond);
+        }
+        if (hd == 128 && chunk >= 1024) {  // the same keys, no two pages in consecutive blocks
+          benchmark::RegisterBenchmark(
+              absl::StrCat("prefill-pages-apart/", m, "/chunk=", chunk, "/cached=", kPrefix).c_str(),
+              [=](benchmark::State& st) {
+                run(st, mode, 1, kPrefix + chunk, chunk, hd, false, AttentionRoute::kAuto, Burst::kPagesApart);
+              })
               ->UseManualTime()
               ->Iterations(5)
               ->Unit(benchmark::kMicrosecond);

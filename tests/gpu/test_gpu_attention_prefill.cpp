@@ -1,11 +1,11 @@
 // The wgmma prefill attention kernel (kernels/cuda/sm90a/attention_prefill.cu) forced for every
 // tile of more than 16 rows (AttentionRoute::kPrefillKernel) must give the 64-row kernel's bits
 // (kGeneralOnly) under every plan: both modes, fixed split sizes, split counts with and without
-// separate new keys; head dims 64 and 128; GQA groups 2, 4 and 8; blocks of 8 and 16; fresh
-// prefills, chunks over cached prefixes, ragged lengths, contexts ending at and around sub-block
-// and split edges. Invariant mode: chunked prefill, prefix hits and decodes on it equal one whole
-// prefill. A planted order change (the scores' head-dim steps reversed) must be SEEN. Skips
-// visibly where the kernel cannot run (no GPU, or not compute capability 9.0).
+// separate new keys; head dims 64 and 128; GQA groups 2, 4 and 8; blocks of 8, 16, 24 and 128;
+// fresh prefills, chunks over cached prefixes, ragged lengths, contexts ending at and around
+// sub-block and split edges. Invariant mode: chunked prefill, prefix hits and decodes on it equal
+// one whole prefill. A planted order change (the scores' head-dim steps reversed) must be SEEN.
+// Skips visibly where the kernel cannot run (no GPU, or not compute capability 9.0).
 #include <gtest/gtest.h>
 
 #include <optional>
@@ -27,8 +27,11 @@ constexpr auto planted_prefill_kernel = attention_routed<AttentionRoute::kPrefil
 constexpr auto general_kernel = attention_routed<AttentionRoute::kGeneralOnly>;
 
 std::vector<AttnShapeG> shapes() {
-  return sweep<AttnShapeG>({{4, 2, 64, 16}, {8, 1, 128, 8}, {32, 8, 128, 16}, {16, 4, 64, 8}},
-                           {{4, 2, 64, 16}, {8, 1, 128, 8}});
+  // Blocks of 8, 16, 24 and 128 slots: sub-blocks across pages whose boundaries fall inside them
+  // (24) and within one page (128) too.
+  return sweep<AttnShapeG>(
+      {{4, 2, 64, 16}, {8, 1, 128, 8}, {32, 8, 128, 16}, {16, 4, 64, 8}, {8, 2, 128, 128}, {8, 2, 128, 24}},
+      {{4, 2, 64, 16}, {8, 1, 128, 8}, {4, 2, 64, 24}});
 }
 
 // (length, cached): fresh prefills, chunks over prefixes (split-aligned and not), ragged lengths,
