@@ -30,6 +30,10 @@
 // with the P V products in flight they spill at head_dim 128), the max phase under the previous
 // P V products, retiring the scores alone with wait_group 1 (1.03-1.08x), and two score buffers in
 // turn instead of the copy below (1.01-1.08x: fewer instructions, more barrier and fetch stalls).
+// The producer's cp.async copies measured against two other forms (NOTES, 2026-12-03 ~22:10-23:15):
+// a lane per key row, 32 bytes of 16 rows per copy (1.02-1.31x the time), and bulk tensor copies:
+// 0.95-0.99x where a sub-block's 64 rows are consecutive, 1.04-1.11x as one box per 16-slot page,
+// 1.13-1.19x for pages apart with cp.async beside them (two passes unrolled, or it spills).
 #include <cuda_runtime.h>
 
 #include "kernels/cuda/attention_prefill.h"
