@@ -79,6 +79,7 @@ int64_t burst_context(int s) { return 17 + (int64_t(s) * 37) % 132; }
 // kPagesApart: not a burst; each sequence's blocks in decreasing order (no two pages in
 // consecutive blocks, as a block table after many frees and reuses can be).
 enum class Burst { kNone, kScattered, kContiguous, kMirrors, kPagesApart };
+bool is_burst(Burst kind) { return kind != Burst::kNone && kind != Burst::kPagesApart; }
 
 // One sequence of a batch: `context` keys, the last q_len of them computed now.
 struct Part {
@@ -87,7 +88,7 @@ struct Part {
 
 // The sequences `parts` (a burst: 16-block tables, burst_context(s) keys each).
 std::unique_ptr<Batch> make_batch_of(const std::vector<Part>& parts, int hd, Burst kind = Burst::kNone) {
-  const bool burst = kind != Burst::kNone && kind != Burst::kPagesApart;
+  const bool burst = is_burst(kind);
   const int seqs = int(parts.size());
   auto b = std::make_unique<Batch>();
   const Backend& g = *gpu();
@@ -251,7 +252,7 @@ void run(benchmark::State& state, Mode mode, int seqs, int64_t context, int64_t 
   How how;
   how.graph = graph;
   how.route = route;
-  how.mirrors = burst == Burst::kNone || burst == Burst::kMirrors || burst == Burst::kPagesApart;
+  how.mirrors = !is_burst(burst) || burst == Burst::kMirrors;
   how.split_size = split_size;
   how.units = units;
   run_how(state, mode, seqs, context, q_len, hd, how, burst);
