@@ -4,8 +4,8 @@
 //     last tile of 1..16 rows is a decode tile (attention_decode.cuh, implicit grid), every other
 //     tile is a work item of the 64-row kernel (attention_kernel.cuh; or those rows in items of
 //     128 for the wgmma prefill kernel, sm90a/attention_prefill.cu), listed here by
-//     attention_worklist_kernel (one block; a scan over the sequences), longest tile of a
-//     sequence first (scheduling only);
+//     attention_worklist_kernel (one block; a scan over the sequences, then the tiles written by
+//     all its threads), longest tile of a sequence first (scheduling only);
 //   - the layout checks of check_attention_sequences (kernels/attention_host.h) run on the device
 //     too (this list kernel and the decode kernel's first block report through the mailbox); a bad
 //     sequence is skipped by every kernel.
@@ -75,11 +75,24 @@ __device__ __forceinline__ int tile_segment_count(const AttnParams& P, bool read
 // the decode tiles are listed as well (AttentionRoute::kGeneralOnly). The rows of a sequence that
 // are not its decode tile are cut into items of tile_rows rows (kAttnRows for the 64-row kernel,
 // kPrefillTileRows (attention_prefill.h) for the wgmma prefill kernel); a row's bits do not depend on its item.
+//
+// Sequences are taken kWorklistThreads at a time: a thread per sequence counts its tiles, a scan
+// over the block places them, then every thread writes tiles (tile i of the round by thread
+// i % kWorklistThreads, its sequence found by a binary search over the placed starts). A prefill
+// chunk is one sequence of up to hundreds of tiles: written by its own thread alone, they made this
+// kernel 10 us of a 49 us call at chunk 1024 and 27 us at 4096 on the H200 (ncu,
+// bench/cuda/NOTES.md), and every kernel of the call waits for it.
 __global__ void __launch_bounds__(kWorklistThreads) attention_worklist_kernel(AttnParams P, AttnItem* items,
                                                                             int* count, int capacity,
                                                                             bool decode_tiles_too, int tile_rows) {
   __shared__ int warp_total[kWorklistThreads / 32];
-  __shared__ int base;
+  // The round's sequences: where each one's tiles start in the round (exclusive scan), and what a
+  // tile needs of its sequence.
+  __shared__ int tile_start[kWorklistThreads];
+  __shared__ int tile_count[kWorklistThreads];
+  __shared__ int64_t seq_item_rows[kWorklistThreads], seq_cached[kWorklistThreads];
+  __shared__ bool seq_reads_new[kWorklistThreads];
+  __shared__ int base, round_tiles;
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   wait_for_previous_kernel();
   if (tid == 0) {
@@ -90,13 +103,19 @@ __global__ void __launch_bounds__(kWorklistThreads) attention_worklist_kernel(At
   const int group = P.num_q_heads / P.num_kv_heads;
   for (int first = 0; first < P.num_seqs; first += kWorklistThreads) {
     const int s = first + tid;
-    int64_t rows = 0, item_rows = 0;
+    int64_t item_rows = 0, cached = 0;
     int tiles = 0;
-    if (s < P.num_seqs && attention_sequence_ok(P, s, true)) {
-      rows = int64_t(P.query_start[s + 1] - P.query_start[s]) * group;
-      const int64_t rem = rows % kAttnRows;
-      item_rows = rows - (rem <= (decode_tiles_too ? 0 : kDecodeRows) ? rem : 0);
-      tiles = int((item_rows + tile_rows - 1) / tile_rows);
+    bool reads_new = false;
+    if (s < P.num_seqs) {
+      const SequenceLayout q = load_sequence_layout(P, s);
+      if (attention_sequence_ok(P, s, q, true)) {
+        const int64_t q_len = q.q1 - q.q0, rows = q_len * group;
+        cached = q.context - q_len;
+        reads_new = P.split_count_kind && P.separate_new_keys && q_len > 1;
+        const int64_t rem = rows % kAttnRows;
+        item_rows = rows - (rem <= (decode_tiles_too ? 0 : kDecodeRows) ? rem : 0);
+        tiles = int((item_rows + tile_rows - 1) / tile_rows);
+      }
     }
     // Exclusive scan of `tiles` over the block (warp shuffles, then the warps' totals).
     int incl = tiles;
@@ -107,25 +126,40 @@ __global__ void __launch_bounds__(kWorklistThreads) attention_worklist_kernel(At
     }
     if (lane == 31) warp_total[warp] = incl;
     __syncthreads();
-    int before = base;
+    int before = 0;
     for (int w = 0; w < warp; ++w) before += warp_total[w];
     before += incl - tiles;
-    if (tiles > 0) {
-      const int64_t q_len = rows / group;
-      const int64_t cached = P.context_lens[s] - q_len;
-      const bool reads_new = P.split_count_kind && P.separate_new_keys && q_len > 1;
-      for (int t = 0; t < tiles; ++t) {
-        const int tile = tiles - 1 - t;  // the tile with the most keys first
-        const int row0 = tile * tile_rows;
-        const int nrows = int(min(int64_t(tile_rows), item_rows - row0));
-        const int64_t p_max = cached + (row0 + nrows - 1) / group;
-        if (before + t < capacity) {
-          items[before + t] = AttnItem{s, row0, nrows, tile_segment_count(P, reads_new, cached, p_max)};
+    tile_start[tid] = before;
+    tile_count[tid] = tiles;
+    seq_item_rows[tid] = item_rows;
+    seq_cached[tid] = cached;
+    seq_reads_new[tid] = reads_new;
+    if (tid == kWorklistThreads - 1) round_tiles = before + tiles;
+    __syncthreads();
+    const int in_round = min(P.num_seqs - first, kWorklistThreads);
+    for (int i = tid; i < round_tiles; i += kWorklistThreads) {
+      // The round's last sequence whose tiles start at or before i: the one that holds tile i (any
+      // sequence after it without tiles starts where the next tiles do, beyond i).
+      int lo = 0, hi = in_round - 1;
+      while (lo < hi) {
+        const int mid = (lo + hi + 1) / 2;
+        if (tile_start[mid] <= i) {
+          lo = mid;
+        } else {
+          hi = mid - 1;
         }
+      }
+      const int t = i - tile_start[lo];
+      const int tile = tile_count[lo] - 1 - t;  // the tile with the most keys first
+      const int row0 = tile * tile_rows;
+      const int nrows = int(min(int64_t(tile_rows), seq_item_rows[lo] - row0));
+      const int64_t cached = seq_cached[lo], p_max = cached + quotient_nonneg(row0 + nrows - 1, group);
+      if (base + i < capacity) {
+        items[base + i] = AttnItem{first + lo, row0, nrows, tile_segment_count(P, seq_reads_new[lo], cached, p_max)};
       }
     }
     __syncthreads();
-    if (tid == kWorklistThreads - 1) base = before + tiles;
+    if (tid == 0) base += round_tiles;
     __syncthreads();
   }
   if (tid == 0) *count = min(base, capacity);

@@ -400,6 +400,61 @@ TEST(GpuAttention, DecodeKernelEqualsGeneralKernelBitwise) {
     }
   }
 }
+// The work list of the 64-row and wgmma prefill kernels is built on the device kWorklistThreads
+// sequences at a time, every thread writing tiles of any sequence of the round. A batch of 1100
+// sequences (two rounds; fresh prefills of one to three 128-row items, chunks over a cached prefix,
+// decodes that list no item) must give each sequence the bits it gets in batches of 100 (one
+// round), on every route that reads the list and without host mirrors. A tile missing from the
+// list or listed twice, or one given another sequence's rows, changes some sequence's outputs
+// (their buffers are guarded and start as garbage, not as the expected rows).
+TEST(GpuAttention, WorkListAcrossRoundsOfSequencesBitwise) {
+  SAMEBITS_REQUIRE_GPU();
+  const AttnShapeG shape = kShapes[0];
+  constexpr int kSeqs = 1100, kSmallBatch = 100;
+  std::vector<SeqG> seqs;
+  std::vector<int64_t> cached;
+  for (int i = 0; i < kSeqs; ++i) {
+    const int64_t len = 20 + (int64_t(i) * 37) % 170;
+    seqs.push_back(make_seq_g(shape, len, 700 + uint64_t(i)));
+    cached.push_back(i % 3 == 0 ? len - 1 : i % 3 == 1 ? 0 : len / 2);
+  }
+  const std::pair<const char*, absl::Status (*)(const ExecContext&, const AttentionArgs&)> routes[] = {
+      {"automatic", nullptr},
+      {"the 64-row kernel", attention_routed<AttentionRoute::kGeneralOnly>},
+      {"the wgmma prefill kernel", attention_routed<AttentionRoute::kPrefillKernel>}};
+  for (const auto& [route_name, route] : routes) {
+    StepOptionsG o = opts(Mode::kInvariant);
+    o.attention = route;
+    std::vector<std::vector<bf16>> want;
+    for (int first = 0; first < kSeqs; first += kSmallBatch) {
+      const std::vector<SeqG> part(seqs.begin() + first, seqs.begin() + first + kSmallBatch);
+      const std::vector<int64_t> part_cached(cached.begin() + first, cached.begin() + first + kSmallBatch);
+      auto r = route_step_g(*gpu, shape, part, part_cached, o);
+      if (r.status().code() == absl::StatusCode::kUnimplemented) break;  // the wgmma kernel on another GPU
+      ASSERT_TRUE(r.ok()) << r.status();
+      want.insert(want.end(), r->begin(), r->end());
+    }
+    if (want.size() < size_t(kSeqs)) {
+      std::printf("work list across rounds: %s does not run on this GPU, not compared\n", route_name);
+      continue;
+    }
+    for (bool mirrors : {true, false}) {
+      SCOPED_TRACE(absl::StrCat(route_name, mirrors ? ", host mirrors" : ", launches sized from the shapes"));
+      o.host_mirrors = mirrors;
+      auto all = route_step_g(*gpu, shape, seqs, cached, o);
+      ASSERT_TRUE(all.ok()) << all.status();
+      int differ = 0;
+      for (int i = 0; i < kSeqs; ++i) {
+        const int64_t at = first_diff(want[size_t(i)], (*all)[size_t(i)]);
+        differ += at == -1 ? 0 : 1;
+        EXPECT_EQ(at, -1) << "sequence " << i << " (length " << seqs[size_t(i)].len << ", cached " << cached[size_t(i)]
+                          << "): first difference at element " << at;
+        if (differ >= 5) break;
+      }
+    }
+  }
+}
+
 // The inverse of the route comparisons above for the decode kernels' shared-exponentials softmax
 // (tiles of at most 4 rows: kExpsShared, taken by every decode route on these batches): the same
 // path with two columns' exponentials swapped (kDecodeSharedExpsPlanted) must be seen to differ,
