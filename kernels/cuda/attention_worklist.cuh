@@ -95,10 +95,11 @@ __global__ void __launch_bounds__(kWorklistThreads) attention_worklist_kernel(At
   __shared__ int base, round_tiles;
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   wait_for_previous_kernel();
-  if (tid == 0) {
-    base = 0;
-    attention_report_bad_ends(P);
-  }
+  // The kernel that reads the list (the 64-row or the wgmma prefill kernel, whose first step is its
+  // own wait for this one) may be scheduled now: its blocks start and set up on the other SMs while
+  // this one block works, instead of after it.
+  allow_next_kernel();
+  if (tid == 0) base = 0;
   __syncthreads();
   const int group = P.num_q_heads / P.num_kv_heads;
   for (int first = 0; first < P.num_seqs; first += kWorklistThreads) {
@@ -114,7 +115,7 @@ __global__ void __launch_bounds__(kWorklistThreads) attention_worklist_kernel(At
         reads_new = P.split_count_kind && P.separate_new_keys && q_len > 1;
         const int64_t rem = rows % kAttnRows;
         item_rows = rows - (rem <= (decode_tiles_too ? 0 : kDecodeRows) ? rem : 0);
-        tiles = int((item_rows + tile_rows - 1) / tile_rows);
+        tiles = int(quotient_nonneg(item_rows + tile_rows - 1, tile_rows));
       }
     }
     // Exclusive scan of `tiles` over the block (warp shuffles, then the warps' totals).
@@ -162,7 +163,10 @@ __global__ void __launch_bounds__(kWorklistThreads) attention_worklist_kernel(At
     if (tid == 0) base += round_tiles;
     __syncthreads();
   }
-  if (tid == 0) *count = min(base, capacity);
+  if (tid == 0) {
+    *count = min(base, capacity);
+    attention_report_bad_ends(P);  // (last: no thread waits for its loads)
+  }
 }
 
 }  // namespace samebits::cuda

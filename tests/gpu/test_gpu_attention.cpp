@@ -6,9 +6,10 @@
 // mode must be SEEN to differ (split count from the batch; cached/new keys merged separately).
 // The CUDA backend's kernel routes for a sequence's last tile of 1..16 rows (one warp per segment,
 // in blocks of one or more warps or in the few-warps kernel at each ring depth; or the 64-row
-// kernel) must give the same bits under
-// every plan, with launches sized from host mirrors or from shape bounds, and with blocks that take
-// several segments of their tile; a bad layout without host mirrors is reported by the device.
+// kernel) must give the same bits under every plan, with launches sized from host mirrors or from
+// shape bounds, and with blocks that take several segments of their tile; a bad layout without host
+// mirrors is reported by the device. A batch of more sequences than the work-list kernel has
+// threads (several rounds of its scan) gives each sequence the bits of a small batch.
 #include <gtest/gtest.h>
 
 #include <cstdio>

@@ -466,10 +466,8 @@ __global__ void __launch_bounds__(kThreads, 1) attention_prefill_kernel(AttnPara
   extern __shared__ unsigned char smem_raw[];
   const uint32_t base = (smem_addr(smem_raw) + 1023u) & ~1023u;
   const uint32_t full = base + L::kBars, empty = full + 8 * L::kStages;
-  wait_for_previous_kernel();  // (the work list comes from the kernel before)
-  // Block = item * num_kv_heads + kv head, as in the 64-row kernel.
-  const int item = int(blockIdx.x) / P.num_kv_heads, g = int(blockIdx.x) % P.num_kv_heads;
-  if (item >= *P.item_count) return;
+  // The ring's barriers are set up before the wait: the work-list kernel lets this grid start
+  // while it runs (attention_worklist.cuh).
   if (threadIdx.x == 0) {
     for (int s = 0; s < L::kStages; ++s) {
       mbar_init(full + 8 * s, 128);                // every producer thread, after its copies landed
@@ -478,6 +476,10 @@ __global__ void __launch_bounds__(kThreads, 1) attention_prefill_kernel(AttnPara
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
   }
   __syncthreads();
+  wait_for_previous_kernel();  // (the work list comes from the kernel before)
+  // Block = item * num_kv_heads + kv head, as in the 64-row kernel.
+  const int item = int(blockIdx.x) / P.num_kv_heads, g = int(blockIdx.x) % P.num_kv_heads;
+  if (item >= *P.item_count) return;
   const TileInfo t = tile_info(P, P.items[item]);
   if (threadIdx.x >= kConsumerThreads) {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kProducerRegs));
