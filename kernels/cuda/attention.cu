@@ -19,7 +19,7 @@
 // Merge of the segments of a row, in index order, empty ones skipped: the first partial is taken
 // as is; then M' = max(M, m_c), a = ex2(M - M'), b = ex2(m_c - M'),
 // L = fma(l_c, b, L*a), O = fma(o_c, b, O*a); out = bf16(O / L). This fold runs either in the block that
-// computed all of a tile's segments (attention_kernel.cuh: tiles of 17..64 rows; on compute
+// computed all of a tile's segments (attention_64row_kernel.cuh: tiles of 17..64 rows; on compute
 // capability 9.0 sm90a/attention_prefill.cu: tiles of up to 128 rows on wgmma, whose k16 steps
 // give mma.sync's bits, for calls with a sequence of 128 rows or more), or, for a
 // sequence's last tile of 1..16 rows (decodes), in a merge kernel (attention_decode_merge.cuh) over
@@ -48,6 +48,7 @@
 #include "kernels/cuda/attention_decode_merge.cuh"
 #include "kernels/cuda/attention_decode_segment.cuh"
 #include "kernels/cuda/attention_decode_split.cuh"
+#include "kernels/cuda/attention_64row_kernel.cuh"
 #include "kernels/cuda/attention_kernel.cuh"
 #include "kernels/cuda/attention_prefill.h"
 #include "kernels/cuda/attention_worklist.cuh"
@@ -58,7 +59,6 @@
 namespace samebits {
 namespace {
 
-using cuda::AttnItem;
 using cuda::AttnParams;
 using cuda::DecodeGrid;
 
@@ -69,8 +69,6 @@ int tile_segments(const AttentionPlan& plan, int64_t cached, int64_t q_len, int6
   if (attention_reads_new_keys(plan, q_len)) return cached > 0 ? 2 : 1;
   return num_splits(plan, p_max + 1);
 }
-
-size_t align256(size_t n) { return (n + 255) / 256 * 256; }
 
 // Blocks of `bytes` of dynamic shared memory that one SM holds at once (its shared memory less
 // the reserve per block, read once from the device).
@@ -421,24 +419,18 @@ absl::Status launch(const AttnParams& base, const Extents& e, AttentionRoute rou
   static bool general_set = false;
   SAMEBITS_RETURN_IF_ERROR(raise_smem_limit(cuda::attention_kernel<HD>, kSmem, &general_set));
   const DecodeGrid& grid = e.grid;
-  const size_t o_items = 256;
   const int64_t items = pp.wgmma ? e.prefill_items : e.items;
-  const size_t o_partials = align256(o_items + sizeof(AttnItem) * size_t(items));
-  const size_t partial_floats = grid.max_segments > 1 ? size_t(base.num_seqs) * base.num_kv_heads *
-                                                            grid.max_segments * grid.partial_rows * (HD + 2)
-                                                      : 0;
-  absl::StatusOr<void*> buf = cuda::scratch(o_partials + sizeof(float) * partial_floats);
-  if (!buf.ok()) return buf.status();
-  char* p = static_cast<char*>(*buf);
   AttnParams params = base;
-  params.item_count = reinterpret_cast<const int*>(p);
-  params.items = reinterpret_cast<const AttnItem*>(p + o_items);
-  params.partials = reinterpret_cast<float*>(p + o_partials);
+  params.decode_tiles_listed = route == AttentionRoute::kGeneralOnly ? 1 : 0;
+  if (grid.max_segments > 1) {
+    const size_t partial_floats =
+        size_t(base.num_seqs) * base.num_kv_heads * grid.max_segments * grid.partial_rows * (HD + 2);
+    absl::StatusOr<void*> buf = cuda::scratch(sizeof(float) * partial_floats);
+    if (!buf.ok()) return buf.status();
+    params.partials = static_cast<float*>(*buf);
+  }
   if (items > 0) {
-    SAMEBITS_RETURN_IF_ERROR(cuda::launch_after_previous(
-        "attention_worklist_kernel", cuda::attention_worklist_kernel, dim3(1), dim3(cuda::kWorklistThreads), 0, stream,
-        params, reinterpret_cast<AttnItem*>(p + o_items), reinterpret_cast<int*>(p), int(items),
-        route == AttentionRoute::kGeneralOnly, pp.tile_rows));
+    // Each block finds its own item (attention_worklist.cuh): no list, no launch before these.
     if (pp.wgmma) {
       SAMEBITS_RETURN_IF_ERROR(cuda::launch_attention_prefill(params, items, HD,
                                                               route == AttentionRoute::kPrefillKernelPlanted, stream));

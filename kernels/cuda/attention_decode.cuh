@@ -1,7 +1,7 @@
 // Decode-shaped tiles of paged attention: the last tile of a sequence's rows when it holds 1..16
 // rows (a decode's GQA heads, or the last query tokens of a chunk), one warp per (tile, segment).
 //
-// Why: such a tile fills one warp's 16 mma rows at most, so the 64-row kernel (attention_kernel.cuh)
+// Why: such a tile fills one warp's 16 mma rows at most, so the 64-row kernel (attention_64row_kernel.cuh)
 // left three of its four warps idle. Here each warp owns segments of one (sequence, kv head); a
 // block holds kWarps of them, kv heads blockIdx.y * kWarps .. + kWarps - 1 of one sequence (same
 // keys per head, so the warps run the same code together: attention.cu says when). A warp's K and

@@ -1,6 +1,6 @@
 // The wgmma prefill attention kernel (sm90a/attention_prefill.cu, built for sm_90a only): its launch
-// shape and its launcher, for attention.cu. The work list comes from attention_worklist_kernel with
-// tile_rows = kPrefillTileRows.
+// shape and its launcher, for attention.cu. Each block finds its work item of kPrefillTileRows rows
+// (attention_worklist.cuh).
 #pragma once
 #include <cuda_runtime.h>
 
@@ -18,7 +18,7 @@ constexpr int prefill_stages(int head_dim) { return head_dim == 128 ? 4 : 8; }
 int prefill_smem_bytes(int head_dim);
 int prefill_threads();
 
-// Launches `items` work items x num_kv_heads blocks (blocks beyond *params.item_count return at
+// Launches `items` work items x num_kv_heads blocks (blocks beyond the call's items return at
 // once). planted (tests only): the scores' k16 steps over the head dim in reverse order.
 // Unimplemented on a device that is not compute capability 9.0.
 absl::Status launch_attention_prefill(const AttnParams& params, int64_t items, int head_dim, bool planted,

@@ -2,13 +2,17 @@
 // the host needs only shapes (no download, no synchronisation; capturable in a CUDA graph):
 //   - each sequence's rows (query tokens x group, query-major) are cut into tiles of 64 rows; a
 //     last tile of 1..16 rows is a decode tile (attention_decode.cuh, implicit grid), every other
-//     tile is a work item of the 64-row kernel (attention_kernel.cuh; or those rows in items of
-//     128 for the wgmma prefill kernel, sm90a/attention_prefill.cu), listed here by
-//     attention_worklist_kernel (one block; a scan over the sequences, then the tiles written by
-//     all its threads), longest tile of a sequence first (scheduling only);
+//     tile is a work item of the 64-row kernel (attention_64row_kernel.cuh; or those rows in items
+//     of 128 for the wgmma prefill kernel, sm90a/attention_prefill.cu). Items are numbered by
+//     sequence, a sequence's longest tile first (scheduling only); each block of those kernels
+//     finds its own (find_work_item: a memory round trip and a scan per block-size run of
+//     sequences, from the layout the host wrote, so before the block's wait for the previous
+//     kernel);
 //   - the layout checks of check_attention_sequences (kernels/attention_host.h) run on the device
-//     too (this list kernel and the decode kernel's first block report through the mailbox); a bad
-//     sequence is skipped by every kernel.
+//     too (the last block of those kernels and the decode kernel's first block report through the
+//     mailbox); a bad sequence is skipped by every kernel.
+// A one-block kernel wrote the list before (its scan, then the tiles): with its launch it cost
+// 10-27 us, then ~5 us, of every call with items (H200, bench/cuda/NOTES.md).
 #pragma once
 #include <cstdint>
 
@@ -17,7 +21,6 @@
 namespace samebits::cuda {
 
 constexpr int kDecodeRows = 16;  // a decode tile fills at most one warp's 16 mma rows
-constexpr int kWorklistThreads = 1024;
 
 // Sequence s's rows of the call, [q0, q1), and its context, as the kernels read them.
 struct SequenceLayout {
@@ -67,59 +70,56 @@ __device__ __forceinline__ int tile_segment_count(const AttnParams& P, bool read
                                                   int64_t p_max) {
   if (reads_new) return cached > 0 ? 2 : 1;
   const int64_t visible = p_max + 1;
-  if (!P.split_count_kind) return int(quotient_nonneg(visible + P.split_size - 1, P.split_size));  // visible >= 1
+  // ceil(visible / split_size) in 32 bits (visible is 1..2^31: a context_lens entry bounds it): a
+  // 64-bit division is a call, which left the wgmma prefill kernel's registers spilling.
+  if (!P.split_count_kind) return int(quotient_nonneg(uint32_t(visible - 1), P.split_size)) + 1;
   return int(min(int64_t(P.split_count), visible));
 }
 
-// Writes the items and their number (*count). capacity: room in items. With decode_tiles_too,
-// the decode tiles are listed as well (AttentionRoute::kGeneralOnly). The rows of a sequence that
-// are not its decode tile are cut into items of tile_rows rows (kAttnRows for the 64-row kernel,
-// kPrefillTileRows (attention_prefill.h) for the wgmma prefill kernel); a row's bits do not depend on its item.
-//
-// Sequences are taken kWorklistThreads at a time: a thread per sequence counts its tiles, a scan
-// over the block places them, then every thread writes tiles (tile i of the round by thread
-// i % kWorklistThreads, its sequence found by a binary search over the placed starts). A prefill
-// chunk is one sequence of up to hundreds of tiles: written by its own thread alone, they made this
-// kernel 10 us of a 49 us call at chunk 1024 and 27 us at 4096 on the H200 (ncu,
-// bench/cuda/NOTES.md), and every kernel of the call waits for it.
-__global__ void __launch_bounds__(kWorklistThreads) attention_worklist_kernel(AttnParams P, AttnItem* items,
-                                                                            int* count, int capacity,
-                                                                            bool decode_tiles_too, int tile_rows) {
-  __shared__ int warp_total[kWorklistThreads / 32];
-  // The round's sequences: where each one's tiles start in the round (exclusive scan), and what a
-  // tile needs of its sequence.
-  __shared__ int tile_start[kWorklistThreads];
-  __shared__ int tile_count[kWorklistThreads];
-  __shared__ int64_t seq_item_rows[kWorklistThreads], seq_cached[kWorklistThreads];
-  __shared__ bool seq_reads_new[kWorklistThreads];
-  __shared__ int base, round_tiles;
+// How a sequence's rows are cut into items of kTileRows rows: the rows that are not its decode
+// tile (all of them when P.decode_tiles_listed, AttentionRoute::kGeneralOnly); no items for a bad
+// layout.
+struct SequenceItems {
+  int64_t item_rows = 0, cached = 0;
+  int tiles = 0;
+  bool reads_new = false;
+};
+template <int kTileRows>
+__device__ __forceinline__ SequenceItems sequence_items(const AttnParams& P, int s, int group) {
+  SequenceItems x;
+  const SequenceLayout q = load_sequence_layout(P, s);
+  if (!attention_sequence_ok(P, s, q, false)) return x;
+  const int64_t q_len = q.q1 - q.q0, rows = q_len * group;
+  x.cached = q.context - q_len;
+  x.reads_new = P.split_count_kind && P.separate_new_keys && q_len > 1;
+  const int64_t rem = rows % kAttnRows;
+  x.item_rows = rows - (rem <= (P.decode_tiles_listed ? 0 : kDecodeRows) ? rem : 0);
+  x.tiles = int((x.item_rows + kTileRows - 1) / kTileRows);
+  return x;
+}
+
+// Work item `index` of the call, in the block's shared memory; nullptr when the call has fewer
+// items. Called by every thread of a block of kThreads (it synchronises the block). Sequences are
+// taken kThreads at a time, one per thread: its item count, an exclusive scan over the block, and
+// the thread whose sequence holds the index writes the item. Reads only the layout (query_start,
+// context_lens). Read the item where it is used: copied out at once, its fields stayed in
+// registers through the kernels' main loops (the wgmma prefill kernel's producer then spilled).
+// Several sequences per thread (four, unrolled) took 1.00-1.02x the time of one on the H200's
+// prefill rows (bench/cuda/NOTES.md, 2026-12-04): more code before the main loop.
+template <int kThreads, int kTileRows>
+__device__ __forceinline__ const AttnItem* find_work_item(const AttnParams& P, int index) {
+  __shared__ int warp_total[kThreads / 32];
+  __shared__ AttnItem found;
+  __shared__ int found_any;
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-  wait_for_previous_kernel();
-  // The kernel that reads the list (the 64-row or the wgmma prefill kernel, whose first step is its
-  // own wait for this one) may be scheduled now: its blocks start and set up on the other SMs while
-  // this one block works, instead of after it.
-  allow_next_kernel();
-  if (tid == 0) base = 0;
-  __syncthreads();
   const int group = P.num_q_heads / P.num_kv_heads;
-  for (int first = 0; first < P.num_seqs; first += kWorklistThreads) {
+  if (tid == 0) found_any = 0;  // (ordered before any write of it by the round's first barrier)
+  int base = 0;                 // items of the rounds before
+  for (int first = 0; first < P.num_seqs; first += kThreads) {
     const int s = first + tid;
-    int64_t item_rows = 0, cached = 0;
-    int tiles = 0;
-    bool reads_new = false;
-    if (s < P.num_seqs) {
-      const SequenceLayout q = load_sequence_layout(P, s);
-      if (attention_sequence_ok(P, s, q, true)) {
-        const int64_t q_len = q.q1 - q.q0, rows = q_len * group;
-        cached = q.context - q_len;
-        reads_new = P.split_count_kind && P.separate_new_keys && q_len > 1;
-        const int64_t rem = rows % kAttnRows;
-        item_rows = rows - (rem <= (decode_tiles_too ? 0 : kDecodeRows) ? rem : 0);
-        tiles = int(quotient_nonneg(item_rows + tile_rows - 1, tile_rows));
-      }
-    }
-    // Exclusive scan of `tiles` over the block (warp shuffles, then the warps' totals).
-    int incl = tiles;
+    SequenceItems seq;
+    if (s < P.num_seqs) seq = sequence_items<kTileRows>(P, s, group);
+    int incl = seq.tiles;
 #pragma unroll
     for (int o = 1; o < 32; o <<= 1) {
       const int v = __shfl_up_sync(0xffffffffu, incl, o);
@@ -127,46 +127,47 @@ __global__ void __launch_bounds__(kWorklistThreads) attention_worklist_kernel(At
     }
     if (lane == 31) warp_total[warp] = incl;
     __syncthreads();
-    int before = 0;
-    for (int w = 0; w < warp; ++w) before += warp_total[w];
-    before += incl - tiles;
-    tile_start[tid] = before;
-    tile_count[tid] = tiles;
-    seq_item_rows[tid] = item_rows;
-    seq_cached[tid] = cached;
-    seq_reads_new[tid] = reads_new;
-    if (tid == kWorklistThreads - 1) round_tiles = before + tiles;
-    __syncthreads();
-    const int in_round = min(P.num_seqs - first, kWorklistThreads);
-    for (int i = tid; i < round_tiles; i += kWorklistThreads) {
-      // The round's last sequence whose tiles start at or before i: the one that holds tile i (any
-      // sequence after it without tiles starts where the next tiles do, beyond i).
-      int lo = 0, hi = in_round - 1;
-      while (lo < hi) {
-        const int mid = (lo + hi + 1) / 2;
-        if (tile_start[mid] <= i) {
-          lo = mid;
-        } else {
-          hi = mid - 1;
-        }
-      }
-      const int t = i - tile_start[lo];
-      const int tile = tile_count[lo] - 1 - t;  // the tile with the most keys first
-      const int row0 = tile * tile_rows;
-      const int nrows = int(min(int64_t(tile_rows), seq_item_rows[lo] - row0));
-      const int64_t cached = seq_cached[lo], p_max = cached + quotient_nonneg(row0 + nrows - 1, group);
-      if (base + i < capacity) {
-        items[base + i] = AttnItem{first + lo, row0, nrows, tile_segment_count(P, seq_reads_new[lo], cached, p_max)};
-      }
+    int before = base + incl - seq.tiles, round = 0;
+#pragma unroll
+    for (int w = 0; w < kThreads / 32; ++w) {
+      const int v = warp_total[w];
+      before += w < warp ? v : 0;
+      round += v;
+    }
+    if (index >= before && index < before + seq.tiles) {
+      const int tile = seq.tiles - 1 - (index - before);  // the tile with the most keys first
+      const int row0 = tile * kTileRows;
+      const int nrows = int(min(int64_t(kTileRows), seq.item_rows - row0));
+      const int64_t p_max = seq.cached + quotient_nonneg(row0 + nrows - 1, group);
+      found = AttnItem{s, row0, nrows, tile_segment_count(P, seq.reads_new, seq.cached, p_max)};
+      found_any = 1;
     }
     __syncthreads();
-    if (tid == 0) base += round_tiles;
-    __syncthreads();
+    if (found_any) return &found;
+    base += round;
+    // (the next round's writes of warp_total follow this round's reads: the barrier above)
   }
-  if (tid == 0) {
-    *count = min(base, capacity);
-    attention_report_bad_ends(P);  // (last: no thread waits for its loads)
+  return nullptr;
+}
+
+// The block that reports the layout checks of a call with items: the grid's last (the shortest
+// item, or none), after its wait (the mailbox is written, not only read).
+__device__ __forceinline__ bool reports_attention_layout() { return blockIdx.x == gridDim.x - 1; }
+__device__ __forceinline__ void report_attention_layout(const AttnParams& P, int threads) {
+  for (int s = int(threadIdx.x); s < P.num_seqs; s += threads) attention_sequence_ok(P, s, true);
+  if (threadIdx.x == 0) attention_report_bad_ends(P);
+}
+
+// find_work_item for a kernel that waits for the previous one after it: where the block has no
+// item (nullptr: it leaves), the reporting block first waits and reports.
+template <int kThreads, int kTileRows>
+__device__ __forceinline__ const AttnItem* find_work_item_or_report(const AttnParams& P, int index) {
+  const AttnItem* found = find_work_item<kThreads, kTileRows>(P, index);
+  if (found == nullptr && reports_attention_layout()) {
+    wait_for_previous_kernel();
+    report_attention_layout(P, kThreads);
   }
+  return found;
 }
 
 }  // namespace samebits::cuda

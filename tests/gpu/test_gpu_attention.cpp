@@ -8,8 +8,8 @@
 // in blocks of one or more warps or in the few-warps kernel at each ring depth; or the 64-row
 // kernel) must give the same bits under every plan, with launches sized from host mirrors or from
 // shape bounds, and with blocks that take several segments of their tile; a bad layout without host
-// mirrors is reported by the device. A batch of more sequences than the work-list kernel has
-// threads (several rounds of its scan) gives each sequence the bits of a small batch.
+// mirrors is reported by the device. A batch of more sequences than one round of the kernels' work
+// item search covers gives each sequence the bits of a small batch.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -401,13 +401,13 @@ TEST(GpuAttention, DecodeKernelEqualsGeneralKernelBitwise) {
     }
   }
 }
-// The work list of the 64-row and wgmma prefill kernels is built on the device kWorklistThreads
-// sequences at a time, every thread writing tiles of any sequence of the round. A batch of 1100
-// sequences (two rounds; fresh prefills of one to three 128-row items, chunks over a cached prefix,
-// decodes that list no item) must give each sequence the bits it gets in batches of 100 (one
-// round), on every route that reads the list and without host mirrors. A tile missing from the
-// list or listed twice, or one given another sequence's rows, changes some sequence's outputs
-// (their buffers are guarded and start as garbage, not as the expected rows).
+// Each block of the 64-row and wgmma prefill kernels finds its work item on the device, scanning
+// the sequences a block's threads at a time (128 for the 64-row kernel, 384 for the wgmma one). A
+// batch of 1100 sequences (nine rounds and three; fresh prefills of one to three 128-row items,
+// chunks over a cached prefix, decodes that have no item) must give each sequence the bits it gets
+// in batches of 100 (one round), on every route that has items, with and without host mirrors. A
+// tile that no block takes or two take, or one given another sequence's rows, changes some
+// sequence's outputs (their buffers are guarded and start as garbage, not as the expected rows).
 TEST(GpuAttention, WorkListAcrossRoundsOfSequencesBitwise) {
   SAMEBITS_REQUIRE_GPU();
   const AttnShapeG shape = kShapes[0];

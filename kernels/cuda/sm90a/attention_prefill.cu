@@ -1,6 +1,6 @@
 // Prefill attention on Hopper (sm_90a): the 64-row kernel's arithmetic (kernels/cuda/attention.cu
 // states the order of every reduction) on wgmma, warp-specialised. One block per work item of up
-// to 128 rows (attention_worklist.cuh with kPrefillTileRows) and kv head; rows are (query, head in
+// to 128 rows (attention_worklist.cuh, find_work_item with kPrefillTileRows) and kv head; rows are (query, head in
 // group) pairs, query-major, as in the 64-row kernel.
 //   - warpgroup 2 (producer, 56 registers after setmaxnreg) copies the K and V rows of each 64-key
 //     sub-block (through the block table, or this step's k_new / v_new; zeros beyond the context,
@@ -37,6 +37,7 @@
 #include <cuda_runtime.h>
 
 #include "kernels/cuda/attention_prefill.h"
+#include "kernels/cuda/attention_worklist.cuh"
 #include "kernels/cuda/cuda_common.h"
 #include "kernels/cuda/linear_common.cuh"
 #include "kernels/cuda/sm90a/tma_ops.cuh"
@@ -466,8 +467,8 @@ __global__ void __launch_bounds__(kThreads, 1) attention_prefill_kernel(AttnPara
   extern __shared__ unsigned char smem_raw[];
   const uint32_t base = (smem_addr(smem_raw) + 1023u) & ~1023u;
   const uint32_t full = base + L::kBars, empty = full + 8 * L::kStages;
-  // The ring's barriers are set up before the wait: the work-list kernel lets this grid start
-  // while it runs (attention_worklist.cuh).
+  // The ring's barriers, the block's item and its tile are set up before the wait for the previous
+  // kernel (the item and tile come from the layout, which the host wrote: cuda_common.h).
   if (threadIdx.x == 0) {
     for (int s = 0; s < L::kStages; ++s) {
       mbar_init(full + 8 * s, 128);                // every producer thread, after its copies landed
@@ -475,12 +476,14 @@ __global__ void __launch_bounds__(kThreads, 1) attention_prefill_kernel(AttnPara
     }
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
   }
-  __syncthreads();
-  wait_for_previous_kernel();  // (the work list comes from the kernel before)
-  // Block = item * num_kv_heads + kv head, as in the 64-row kernel.
+  // Block = item * num_kv_heads + kv head, as in the 64-row kernel (find_work_item's barriers
+  // also order the barriers' set-up before their use).
   const int item = int(blockIdx.x) / P.num_kv_heads, g = int(blockIdx.x) % P.num_kv_heads;
-  if (item >= *P.item_count) return;
-  const TileInfo t = tile_info(P, P.items[item]);
+  const AttnItem* found = find_work_item_or_report<kThreads, kPrefillTileRows>(P, item);
+  if (found == nullptr) return;
+  wait_for_previous_kernel();
+  if (reports_attention_layout()) report_attention_layout(P, kThreads);
+  const TileInfo t = tile_info(P, *found);
   if (threadIdx.x >= kConsumerThreads) {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kProducerRegs));
     produce<HD>(P, t, g, base + L::kRing, full, empty);
