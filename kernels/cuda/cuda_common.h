@@ -107,11 +107,11 @@ uint64_t scratch_epoch();
 // length (a step writes only its own tokens' keys): attention_decode_segment.cuh.
 // Where the next kernel may start: when every block of this one has left, or earlier once every
 // block has called allow_next_kernel(). Only the decode kernels that a merge follows call it (the
-// merge's blocks then wait beside them: attention.cu). Called first thing in every
-// kernel it made the Qwen3-8B burst slower on the H200 (next kernels' blocks waiting on SMs for
-// the whole tail of this one: 1.007x the run time of ordinary launches, where leaving it to the
-// blocks' exit gave 0.992x; bench/cuda/NOTES.md, 2026-12-02). After an ordinary launch both calls
-// are no-ops; neither changes what a kernel computes.
+// merge's blocks then wait beside them: attention.cu). Called first thing in every kernel it made
+// the Qwen3-8B burst slower on the H200 (next kernels' blocks waiting on SMs for the whole tail
+// of this one: 1.007x the run time of ordinary launches, where leaving it to the blocks' exit gave
+// 0.992x; bench/cuda/NOTES.md, 2026-12-02). After an ordinary launch both calls are no-ops; neither
+// changes what a kernel computes.
 inline cudaLaunchAttribute after_previous_kernel() {
   cudaLaunchAttribute a = {};
   a.id = cudaLaunchAttributeProgrammaticStreamSerialization;

@@ -1,7 +1,7 @@
 // Prefill attention on Hopper (sm_90a): the 64-row kernel's arithmetic (kernels/cuda/attention.cu
 // states the order of every reduction) on wgmma, warp-specialised. One block per work item of up
-// to 128 rows (attention_worklist.cuh, find_work_item with kPrefillTileRows) and kv head; rows are (query, head in
-// group) pairs, query-major, as in the 64-row kernel.
+// to 128 rows (attention_worklist.cuh, find_work_item with kPrefillTileRows) and kv head; rows are
+// (query, head in group) pairs, query-major, as in the 64-row kernel.
 //   - warpgroup 2 (producer, 56 registers after setmaxnreg) copies the K and V rows of each 64-key
 //     sub-block (through the block table, or this step's k_new / v_new; zeros beyond the context,
 //     as the 64-row kernel's copies) by cp.async into a ring of stages (full / empty mbarriers), in
