@@ -43,7 +43,7 @@ __global__ void __launch_bounds__(kAttnThreads, HD == 64 ? 2 : 0) attention_kern
   const int64_t q_len = P.query_start[s + 1] - qs;
   const int64_t context = P.context_lens[s];
   const int64_t cached = context - q_len;
-  const bool reads_new = P.split_count_kind && P.separate_new_keys && q_len > 1;
+  const bool reads_new = reads_new_keys(P, q_len);
   const int32_t* table = P.block_tables + int64_t(s) * P.max_blocks_per_seq;
 
   // Q tile (rows beyond nrows are zero).

@@ -184,7 +184,7 @@ __device__ __forceinline__ bool decode_tile_setup(const AttnParams& P, int s, in
   if (!decode_tile(t->q_len * t->group, &t->row0, &t->nrows)) return false;
   t->context = q.context;
   t->cached = t->context - t->q_len;
-  t->reads_new = P.split_count_kind && P.separate_new_keys && t->q_len > 1;
+  t->reads_new = reads_new_keys(P, t->q_len);
   t->nseg = tile_segment_count(P, t->reads_new, t->cached, t->cached + t->row_token(t->row0 + t->nrows - 1));
   t->table = P.block_tables + int64_t(s) * P.max_blocks_per_seq;
   return int(blockIdx.x) < t->nseg;

@@ -34,7 +34,7 @@ __global__ void attention_decode_merge_kernel(AttnParams P, DecodeGrid grid) {
     const int64_t q_len = q.q1 - q.q0;
     if (decode_tile(q_len * group, &row0, &nrows) && r < nrows) {
       const int64_t cached = q.context - q_len;
-      const bool reads_new = P.split_count_kind && P.separate_new_keys && q_len > 1;
+      const bool reads_new = reads_new_keys(P, q_len);
       nseg = tile_segment_count(P, reads_new, cached, cached + (row0 + nrows - 1) / group);
     }
   }

@@ -48,6 +48,12 @@ struct AttnParams {
   int decode_tiles_listed;  // 1: decode tiles are work items too (AttentionRoute::kGeneralOnly)
 };
 
+// Whether a sequence with q_len query tokens reads this step's keys from k_new / v_new as a partial
+// of their own (the host's attention_reads_new_keys, kernels/attention_host.h).
+__device__ __forceinline__ bool reads_new_keys(const AttnParams& P, int64_t q_len) {
+  return P.split_count_kind && P.separate_new_keys && q_len > 1;
+}
+
 struct SegRange {
   int64_t begin, end;  // empty when begin >= end
   bool from_new;

@@ -91,7 +91,7 @@ __device__ __forceinline__ SequenceItems sequence_items(const AttnParams& P, int
   if (!attention_sequence_ok(P, s, q, false)) return x;
   const int64_t q_len = q.q1 - q.q0, rows = q_len * group;
   x.cached = q.context - q_len;
-  x.reads_new = P.split_count_kind && P.separate_new_keys && q_len > 1;
+  x.reads_new = reads_new_keys(P, q_len);
   const int64_t rem = rows % kAttnRows;
   x.item_rows = rows - (rem <= (P.decode_tiles_listed ? 0 : kDecodeRows) ? rem : 0);
   x.tiles = int((x.item_rows + kTileRows - 1) / kTileRows);

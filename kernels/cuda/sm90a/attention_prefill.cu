@@ -104,7 +104,7 @@ __device__ __forceinline__ TileInfo tile_info(const AttnParams& P, const AttnIte
   const int64_t q_len = P.query_start[t.s + 1] - t.qs;
   t.context = P.context_lens[t.s];
   t.cached = t.context - q_len;
-  t.reads_new = P.split_count_kind && P.separate_new_keys && q_len > 1;
+  t.reads_new = reads_new_keys(P, q_len);
   t.table = P.block_tables + int64_t(t.s) * P.max_blocks_per_seq;
   t.p_min = t.cached + t.row0 / t.group;
   t.p_max = t.cached + (t.row0 + t.nrows - 1) / t.group;
