@@ -15,8 +15,9 @@
 // decode-burst-four-warps: the decode-burst rows on the decode kernel in blocks of 8 warps or of
 // at most 4; decode-burst-split-ring=4, decode-burst-chain-ring=2|4: the same rows on the
 // four-warps (split) and the few-warps (chain) decode kernels;
-// decode-split=64|128: invariant mode with another fixed split size (prefill-split=64|128|1024|8192
-// likewise: the larger ones show what the 256-key segment ends cost);
+// decode-split=64|128|512|1024: invariant mode with another fixed split size
+// (prefill-split=64|128|512|1024|8192 likewise: the larger ones show what the 256-key segment ends
+// cost);
 // decode-items=4|16: default mode planned for that many items per unit instead of 8;
 // decode-64row-graph: the 64-row kernel forced on short contexts, graph replays;
 // launch-floor: empty kernels and a read of batch 1 x 2048's K and V bytes (launch_floor.h);
@@ -510,8 +511,9 @@ int main(int argc, char** argv) {
     }
   }
   // Other fixed split sizes for invariant mode (the plan's split_size replaced): what a smaller
-  // kInvariantAttentionSplit would give small batches, and cost prefill.
-  for (int split : {64, 128}) {
+  // kInvariantAttentionSplit would give small batches, and cost prefill; what a larger one would
+  // cost small batches (and give prefill: prefill-split below).
+  for (int split : {64, 128, 512, 1024}) {
     for (int seqs : {1, 4, 16, 64}) {
       for (int64_t context : {2048, 8192}) {
         add(absl::StrCat("decode-split=", split, "/invariant/batch=", seqs, "/context=", context),
@@ -523,7 +525,7 @@ int main(int argc, char** argv) {
   }
   // The same for prefill, and larger splits: what invariant prefill's segment ends (a fold and a
   // restart every 256 keys) cost against fewer of them (8192: one segment per row at these chunks).
-  for (int split : {64, 128, 1024, 8192}) {
+  for (int split : {64, 128, 512, 1024, 8192}) {
     for (int64_t chunk : {1024, 4096}) {
       add(absl::StrCat("prefill-split=", split, "/invariant/chunk=", chunk), [=](benchmark::State& st) {
         run(st, Mode::kInvariant, 1, chunk, chunk, 128, false, AttentionRoute::kAuto, Burst::kNone, split);
