@@ -20,6 +20,46 @@ __device__ __forceinline__ bf16 attention_output(float o, float l) { return to_b
 __device__ __forceinline__ uint32_t attention_output_pair(float o0, float o1, float l) {
   return bf16x2_bits(__fdiv_rn(o0, l), __fdiv_rn(o1, l));
 }
+// The same words for a whole output row with the divisor's reciprocal formed once. __fdiv_rn(a, l)
+// is, on its fast path, r = rcp(l) refined by one Newton step, q = r * a + 0, q + r * (a - q * l),
+// and FCHK sends operands where that sequence might round otherwise (zeros, denormals,
+// infinities, NaN, quotients or intermediates near the ends of the exponent range) to a slow path:
+// ten instructions and a branch per quotient, most of a prefill item's end (19% of a 1024-token
+// call's stall samples: bench/cuda/NOTES.md, 2026-12-04). OutputRow runs the same sequence with r
+// shared by the row, and its own test in place of FCHK: 2^-60 <= l <= 2^60 and 2^-64 <= |a| <
+// 2^64, where the quotient and every intermediate stay normal and finite, so that the sequence
+// gives __fdiv_rn's quotient. The dividends' test is one multiply-add each (output_value_range)
+// OR-ed into four independent chains: one flag chained through all of them held every item's end
+// (NOTES). A row with any value outside clears in_range(), and its caller writes it again with
+// attention_output_pair. GpuAttentionOutput.RowQuotientsEqualIeeeDivision compares OutputRow with
+// __fdiv_rn on 2^30 operand pairs of every kind; the wgmma prefill kernel (which uses it) is
+// compared bit for bit with the 64-row kernel (which does not) in GpuAttentionPrefill.
+// Bit 31 clear exactly where 2^-64 <= |x| < 2^64: x's bits doubled (the sign shifted out) minus
+// 2^-64's doubled bits leave a window of 2^31, i.e. 128 binades.
+__device__ __forceinline__ uint32_t output_value_range(float x) { return __float_as_uint(x) * 2u - 0x3f000000u; }
+struct OutputRow {
+  float l, r;
+  bool l_in_range;
+  uint32_t range[4] = {0, 0, 0, 0};  // output_value_range of the dividends, OR-ed, four chains
+  __device__ __forceinline__ explicit OutputRow(float divisor)
+      : l(divisor), l_in_range(fabsf(divisor) >= 0x1p-60f && fabsf(divisor) <= 0x1p60f) {
+    float r0;
+    asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r0) : "f"(divisor));
+    r = __fmaf_rn(r0, __fmaf_rn(r0, -divisor, 1.0f), r0);
+  }
+  __device__ __forceinline__ float quotient(float a, int chain) {
+    range[chain & 3] |= output_value_range(a);
+    const float q = __fmaf_rn(r, a, 0.0f);
+    return __fmaf_rn(r, __fmaf_rn(q, -l, a), q);
+  }
+  // attention_output_pair(a0, a1, l) where the row is in range.
+  __device__ __forceinline__ uint32_t pair(float a0, float a1, int chain) {
+    return bf16x2_bits(quotient(a0, chain), quotient(a1, chain));
+  }
+  __device__ __forceinline__ bool in_range() const {
+    return l_in_range && ((range[0] | range[1] | range[2] | range[3]) >> 31) == 0;
+  }
+};
 
 constexpr int kAttnRows = 64;     // rows per block (4 warps x 16)
 constexpr int kAttnKeys = 64;     // keys per sub-block

@@ -112,6 +112,16 @@ struct Bf16RoundCheck {
 };
 absl::StatusOr<Bf16RoundCheck> cuda_bf16_round_check(uint64_t step, bool planted_truncation);
 
+// Tests only: attention_kernel.cuh's OutputRow against __fdiv_rn on n operand pairs drawn from
+// seed (attention_output_check.cu): in_range = pairs OutputRow kept on its own path, mismatches =
+// those of them whose quotient's bits differ (first: the first such pair seen); planted drops the
+// quotient's correction step, which the check must see differ.
+struct OutputRowCheck {
+  uint64_t in_range = 0, mismatches = 0;
+  uint32_t first_a = 0, first_l = 0;
+};
+absl::StatusOr<OutputRowCheck> cuda_output_row_check(uint64_t seed, uint64_t n, bool planted);
+
 // Tests only: a writer kernel that releases its dependent at once and writes its words ~2 ms later,
 // then a reader launched after it as every step kernel is (launch_after_previous, cuda_common.h)
 // that waits for it, or, planted_no_wait, reads at once (launch_order_check.cu).

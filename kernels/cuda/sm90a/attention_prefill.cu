@@ -15,7 +15,8 @@
 //     roundings in its order without masking or branches (interior_max, interior_exp_sum) on the
 //     others; o = o * alpha, o += bf16(P) V as four wgmma m64nHDk16 steps with P from registers,
 //     keys in increasing order; segment partials folded in index order (fold_scales) into totals
-//     kept in shared memory.
+//     kept in shared memory; the outputs bf16(total / l) by OutputRow (the row's reciprocal once,
+//     __fdiv_rn's bits).
 // Both warpgroups visit the same sub-blocks (the hull of the tile's key ranges per segment); a
 // row outside a sub-block's keys gets alpha = 1 and P = 0, as in the 64-row kernel's warps.
 // Overlap: the two warpgroups run unsynchronised (only the ring's mbarriers order them), so one's
@@ -449,11 +450,20 @@ __device__ __forceinline__ void consume(const AttnParams& P, const TileInfo& t, 
     if (pos[h] < 0 || !has_total[h]) continue;
     const int qrow = t.row0 + 64 * wg + warp * 16 + (lane >> 2) + h * 8;
     bf16* dst = P.out + ((t.qs + qrow / t.group) * P.num_q_heads + g * t.group + qrow % t.group) * HD;
+    OutputRow row(tot_l[h]);
 #pragma unroll
     for (int nt = 0; nt < NTD; ++nt) {
-      const int d = nt * 8 + (lane & 3) * 2;
       const float4 v = total(nt);
-      *reinterpret_cast<uint32_t*>(dst + d) = attention_output_pair(h == 0 ? v.x : v.z, h == 0 ? v.y : v.w, tot_l[h]);
+      const uint32_t word = row.pair(h == 0 ? v.x : v.z, h == 0 ? v.y : v.w, nt);
+      *reinterpret_cast<uint32_t*>(dst + nt * 8 + (lane & 3) * 2) = word;
+    }
+    if (!row.in_range()) {  // written again by __fdiv_rn (rare: a loop, not unrolled)
+#pragma unroll 1
+      for (int nt = 0; nt < NTD; ++nt) {
+        const float4 v = total(nt);
+        *reinterpret_cast<uint32_t*>(dst + nt * 8 + (lane & 3) * 2) =
+            attention_output_pair(h == 0 ? v.x : v.z, h == 0 ? v.y : v.w, tot_l[h]);
+      }
     }
   }
 }

@@ -1,0 +1,104 @@
+// The check behind OutputRow (attention_kernel.cuh; gpu test GpuAttentionOutput): n operand pairs
+// (a, l) from a counter-based hash, each divided by OutputRow and by __fdiv_rn; where OutputRow
+// keeps in_range(), the two quotients must have the same bits. The pairs mix the attention outputs'
+// range (both exponents in [-60, 60), random mantissas and signs) with the cases a division gets
+// wrong first: divisors of all-ones mantissa, exact quotients, operands at the range's edges, and
+// arbitrary bit patterns (zeros, denormals, infinities, NaN; OutputRow must leave those to
+// __fdiv_rn). The planted form (tests only) drops the correction step (q = r * a alone), which the
+// check must see differ. Integer counts by atomic adds: their order changes nothing.
+#include "kernels/cuda/attention_kernel.cuh"
+#include "kernels/cuda/cuda_common.h"
+#include "kernels/cuda/cuda_ops.h"
+
+namespace samebits {
+namespace {
+
+struct Tally {
+  unsigned long long in_range, mismatches;
+  unsigned long long first;  // (a bits << 32 | l bits) of the first mismatch seen (0: none)
+};
+
+__device__ __forceinline__ uint64_t mix64(uint64_t x) {  // splitmix64's finaliser
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+// A float of sign bit s, unbiased exponent e (-126..127) and mantissa bits m.
+__device__ __forceinline__ float make_float(uint32_t s, int e, uint32_t m) {
+  return __uint_as_float((s << 31) | (uint32_t(e + 127) << 23) | (m & 0x7fffffu));
+}
+
+__device__ void operands(uint64_t seed, uint64_t i, float* a, float* l) {
+  const uint64_t x = mix64(seed ^ mix64(i)), y = mix64(x);
+  const uint32_t kind = uint32_t(x & 15), ma = uint32_t(y), ml = uint32_t(y >> 32);
+  const int ea = int((x >> 8) % 120) - 60, el = int((x >> 16) % 120) - 60;
+  const uint32_t sa = uint32_t(x >> 24) & 1u, sl = uint32_t(x >> 25) & 1u;
+  switch (kind) {
+    case 12:  // divisor mantissa all ones
+      *a = make_float(sa, ea, ma);
+      *l = make_float(sl, el, 0x7fffffu);
+      return;
+    case 13: {  // exact quotients: a = l * 2^k * (small integer)
+      *l = make_float(sl, el, ml);
+      *a = __fmul_rn(*l, make_float(sa, int((x >> 32) % 20) - 10, (ma & 7u) << 20));
+      return;
+    }
+    case 14: {  // at the range's edges: a's exponents -65..-63 and 63..65, l's -61..-59 and 59..61
+      const int edge_a = (x >> 40) & 1 ? 64 : -64, edge_l = (x >> 41) & 1 ? 60 : -60;
+      *a = make_float(sa, edge_a + int((x >> 42) % 3) - 1, ma);
+      *l = make_float(sl, edge_l + int((x >> 44) % 3) - 1, ml);
+      return;
+    }
+    case 15:  // arbitrary bit patterns for either operand
+      *a = (x >> 48) & 1 ? __uint_as_float(ma) : make_float(sa, ea, ma);
+      *l = (x >> 49) & 1 ? __uint_as_float(ml) : make_float(sl, el, ml);
+      return;
+    default:
+      *a = make_float(sa, ea, ma);
+      *l = make_float(sl, el, ml);
+  }
+}
+
+__global__ void output_row_check_kernel(uint64_t seed, uint64_t n, bool planted, Tally* tally) {
+  unsigned long long in_range = 0, mismatches = 0, first = 0;
+  for (uint64_t i = uint64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += uint64_t(gridDim.x) * blockDim.x) {
+    float a, l;
+    operands(seed, i, &a, &l);
+    cuda::OutputRow row(l);
+    float q = row.quotient(a, int(i));
+    if (planted) q = __fmaf_rn(row.r, a, 0.0f);
+    if (!row.in_range()) continue;
+    ++in_range;
+    if (__float_as_uint(q) != __float_as_uint(__fdiv_rn(a, l))) {
+      if (mismatches++ == 0) first = (uint64_t(__float_as_uint(a)) << 32) | __float_as_uint(l);
+    }
+  }
+  atomicAdd(&tally->in_range, in_range);
+  if (mismatches != 0) {
+    atomicAdd(&tally->mismatches, mismatches);
+    atomicCAS(&tally->first, 0ull, first);
+  }
+}
+
+absl::Status run_check(Tally* d, uint64_t seed, uint64_t n, bool planted, Tally& host) {
+  SAMEBITS_RETURN_IF_ERROR(cuda::blocking_copy(d, &host, sizeof(Tally), cudaMemcpyHostToDevice));
+  output_row_check_kernel<<<132 * 8, 256>>>(seed, n, planted, d);
+  SAMEBITS_RETURN_IF_ERROR(cuda::check_launch("output_row_check_kernel"));
+  return cuda::blocking_copy(&host, d, sizeof(Tally), cudaMemcpyDeviceToHost);
+}
+
+}  // namespace
+
+absl::StatusOr<OutputRowCheck> cuda_output_row_check(uint64_t seed, uint64_t n, bool planted) {
+  Tally* d = nullptr;
+  SAMEBITS_CUDA_TRY(cudaMalloc(&d, sizeof(Tally)));
+  Tally host{0, 0, 0};
+  const absl::Status st = run_check(d, seed, n, planted, host);
+  cudaFree(d);
+  if (!st.ok()) return st;
+  return OutputRowCheck{uint64_t(host.in_range), uint64_t(host.mismatches), uint32_t(host.first >> 32),
+                        uint32_t(host.first)};
+}
+
+}  // namespace samebits
