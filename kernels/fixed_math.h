@@ -108,6 +108,21 @@ SAMEBITS_HD float expf_with(float x, Fma fma) {
 // normal power of two whose product rounds once (to inf on overflow, to a subnormal below).
 SAMEBITS_HD float fixed_expf(float x) { return fixed_math_detail::expf_with(x, fixed_math_detail::FmaRn{}); }
 
+// a / l through l's reciprocal, as CUDA's __fdiv_rn computes it on its fast path: r = r0 + r0 *
+// (1 - r0 * l) refined from an approximation r0 of 1 / l (refine_reciprocal), then q = r * a + 0
+// and one correction, q + r * (a - q * l) (divide_by_reciprocal). With r = RN(1 / l), which r0 =
+// RN(1 / l) refines to, and every intermediate normal and finite (2^-60 <= |l| <= 2^60 and 2^-64
+// <= |a| < 2^64 suffice), the result is a / l correctly rounded (Markstein's correction step;
+// tests/kernels/test_fixed_math.cpp checks it). With r0 an ulp off, the refined r misses RN(1 / l)
+// for a few dozen of the 2^23 mantissas of l, and the quotient can then misround. The CUDA prefill
+// kernel divides a row of outputs by one l so, r0 from the device's reciprocal
+// (kernels/cuda/attention_kernel.cuh, OutputRow; its gpu test compares it with __fdiv_rn).
+SAMEBITS_HD float refine_reciprocal(float r0, float l) { return fma_rn(r0, fma_rn(r0, -l, 1.0f), r0); }
+SAMEBITS_HD float divide_by_reciprocal(float a, float l, float r) {
+  const float q = fma_rn(r, a, 0.0f);
+  return fma_rn(r, fma_rn(q, -l, a), q);
+}
+
 // Double-precision helpers used only for tables computed once (rope); ~1e-15 relative accuracy.
 double fixed_exp(double x);
 double fixed_log(double x);                      // NaN for x < 0, -inf for 0

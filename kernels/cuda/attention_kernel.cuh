@@ -45,12 +45,11 @@ struct OutputRow {
       : l(divisor), l_in_range(fabsf(divisor) >= 0x1p-60f && fabsf(divisor) <= 0x1p60f) {
     float r0;
     asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r0) : "f"(divisor));
-    r = __fmaf_rn(r0, __fmaf_rn(r0, -divisor, 1.0f), r0);
+    r = refine_reciprocal(r0, divisor);
   }
   __device__ __forceinline__ float quotient(float a, int chain) {
     range[chain & 3] |= output_value_range(a);
-    const float q = __fmaf_rn(r, a, 0.0f);
-    return __fmaf_rn(r, __fmaf_rn(q, -l, a), q);
+    return divide_by_reciprocal(a, l, r);
   }
   // attention_output_pair(a0, a1, l) where the row is in range.
   __device__ __forceinline__ uint32_t pair(float a0, float a1, int chain) {

@@ -1,9 +1,11 @@
 // fixed_math: fixed_expf within 2 ulp of exp over a dense sweep, specials, and variants seen to
 // differ (the inverse); fixed_exp/log/sincos against glibc's double functions; the rope table
-// against std::sin/cos; sampling_uniform.
+// against std::sin/cos; sampling_uniform; division through a refined reciprocal against IEEE
+// division.
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <iostream>
 #include <cstring>
 #include <limits>
 #include <set>
@@ -150,6 +152,49 @@ TEST(SamplingUniform, IsTheDocumentedHashAndLooksUniform) {
   EXPECT_EQ(distinct.size(), 100000u);
   EXPECT_NE(sampling_uniform(1, 0), sampling_uniform(2, 0));
   EXPECT_EQ(sampling_uniform(77, 5), sampling_uniform(77, 5));
+}
+
+// A float of sign s, unbiased exponent e and mantissa bits m (normal range).
+float make_float(uint32_t s, int e, uint32_t m) { return float_of((s << 31) | (uint32_t(e + 127) << 23) | (m & 0x7fffffu)); }
+
+// divide_by_reciprocal with the reciprocal refine_reciprocal(RN(1 / l), l) is a / l correctly
+// rounded over 2^24 pairs of its range (exponents of a in [-64, 64), of l in [-60, 60], random
+// mantissas and signs; every eighth divisor of all-ones mantissa). The inverse: the quotient
+// without its correction step (q = r * a alone) is seen to differ.
+TEST(ReciprocalDivision, CorrectlyRoundedWithTheRoundedReciprocal) {
+  int64_t differ = 0, uncorrected_differ = 0;
+  float first_a = 0, first_l = 0;
+  for (uint64_t i = 0; i < (uint64_t(1) << 24); ++i) {
+    const uint64_t x = XXH3_64bits_withSeed(&i, sizeof i, 2026), y = XXH3_64bits_withSeed(&x, sizeof x, 7);
+    const float a = make_float(uint32_t(x >> 20) & 1, int(x % 128) - 64, uint32_t(y));
+    const uint32_t ml = (x >> 22) % 8 == 0 ? 0x7fffffu : uint32_t(y >> 32);
+    const float l = make_float(uint32_t(x >> 21) & 1, int((x >> 8) % 121) - 60, ml);
+    const float want = a / l;  // IEEE division, round to nearest even
+    const float r = refine_reciprocal(1.0f / l, l);
+    if (bits_of(divide_by_reciprocal(a, l, r)) != bits_of(want) && differ++ == 0) {
+      first_a = a;
+      first_l = l;
+    }
+    if (bits_of(fma_rn(r, a, 0.0f)) != bits_of(want)) ++uncorrected_differ;
+  }
+  EXPECT_EQ(differ, 0) << "first at a = " << first_a << ", l = " << first_l;
+  EXPECT_GT(uncorrected_differ, 0) << "a quotient without its correction step went unseen";
+}
+
+// Why the device's first reciprocal matters: refined from RN(1 / l), r is RN(1 / l) for every one of
+// the 2^23 mantissas of l; refined from the neighbour above or below, it misses for some of them.
+TEST(ReciprocalDivision, RefinementKeepsTheRoundedReciprocalOnlyFromItself) {
+  int64_t from_rounded = 0, from_above = 0, from_below = 0;
+  for (uint32_t m = 0; m < (1u << 23); ++m) {
+    const float l = make_float(0, 0, m), rn = 1.0f / l;
+    from_rounded += refine_reciprocal(rn, l) != rn;
+    from_above += refine_reciprocal(std::nextafter(rn, 2.0f), l) != rn;
+    from_below += refine_reciprocal(std::nextafter(rn, 0.0f), l) != rn;
+  }
+  EXPECT_EQ(from_rounded, 0);
+  EXPECT_GT(from_above + from_below, 0);
+  std::cout << "[ info ] refined from an ulp above / below RN(1/l): " << from_above << " / " << from_below
+            << " of 2^23 mantissas miss RN(1/l)\n";
 }
 
 }  // namespace
