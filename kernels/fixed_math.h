@@ -24,6 +24,16 @@ SAMEBITS_HD float fma_rn(float a, float b, float c) {
 #endif
 }
 
+// splitmix64's output at position `counter` of the stream keyed by `key`: the synthetic weights'
+// generator (models/tiny_qwen/weights.cpp on the host, kernels/cuda/synthetic_fill.cu on the
+// device, which must agree bit for bit) and the device checks' operand streams. Integer mixing only.
+SAMEBITS_HD uint64_t splitmix64_at(uint64_t key, uint64_t counter) {
+  uint64_t z = key + (counter + 1) * 0x9E3779B97F4A7C15ull;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
 namespace fixed_math_detail {
 struct FmaRn {
   SAMEBITS_HD float operator()(float a, float b, float c) const { return fma_rn(a, b, c); }

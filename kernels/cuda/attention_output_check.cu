@@ -9,6 +9,7 @@
 #include "kernels/cuda/attention_kernel.cuh"
 #include "kernels/cuda/cuda_common.h"
 #include "kernels/cuda/cuda_ops.h"
+#include "kernels/fixed_math.h"
 
 namespace samebits {
 namespace {
@@ -18,12 +19,8 @@ struct Tally {
   unsigned long long first;  // (a bits << 32 | l bits) of the first mismatch seen (0: none)
 };
 
-__device__ __forceinline__ uint64_t mix64(uint64_t x) {  // splitmix64's finaliser
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
+// v mixed by splitmix64 (its first output for key v).
+__device__ __forceinline__ uint64_t mix64(uint64_t v) { return splitmix64_at(v, 0); }
 // A float of sign bit s, unbiased exponent e (-126..127) and mantissa bits m.
 __device__ __forceinline__ float make_float(uint32_t s, int e, uint32_t m) {
   return __uint_as_float((s << 31) | (uint32_t(e + 127) << 23) | (m & 0x7fffffu));

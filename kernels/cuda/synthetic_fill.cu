@@ -7,16 +7,14 @@
 #include "absl/strings/str_cat.h"
 #include "kernels/cuda/cuda_common.h"
 #include "kernels/cuda/cuda_ops.h"
+#include "kernels/fixed_math.h"
 
 namespace samebits {
 namespace {
 
 __global__ void fill_synthetic_kernel(bf16* dst, int64_t n, uint64_t key, float scale, float offset) {
   for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
-    uint64_t z = key + (uint64_t(i) + 1) * 0x9E3779B97F4A7C15ull;
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    z = z ^ (z >> 31);
+    const uint64_t z = splitmix64_at(key, uint64_t(i));
     const float u = __fdiv_rn(float(int32_t(z >> 40) - (1 << 23)), float(1 << 23));
     const float scaled = scale * u;
     dst[i] = to_bf16(round_bf16(offset + scaled));

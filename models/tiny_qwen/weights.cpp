@@ -13,19 +13,13 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "kernels/fixed_math.h"
 #include "xxhash.h"
 
 namespace samebits {
 namespace {
 
 static_assert(std::endian::native == std::endian::little, "digests hash little-endian bytes as stored");
-
-uint64_t splitmix_at(uint64_t key, uint64_t counter) {
-  uint64_t z = key + (counter + 1) * 0x9E3779B97F4A7C15ull;
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
 
 float value_from_bits(uint64_t bits, float scale, float offset) {
   // Top 24 bits as a signed integer in [-2^23, 2^23), divided by 2^23: exact in fp32.
@@ -67,7 +61,7 @@ void synthetic_fill_range(uint64_t key, SyntheticFill fill, int64_t begin, int64
   // Each value depends on its index alone, so any partition of the loop gives the same bits.
 #pragma omp parallel for schedule(static) if (n > (1 << 20))
   for (int64_t i = 0; i < n; ++i) {
-    out[i] = to_bf16(value_from_bits(splitmix_at(key, uint64_t(begin + i)), fill.scale, fill.offset));
+    out[i] = to_bf16(value_from_bits(splitmix64_at(key, uint64_t(begin + i)), fill.scale, fill.offset));
   }
 }
 
@@ -136,7 +130,7 @@ std::map<std::string, std::vector<int64_t>> expected_tensor_shapes(const ModelCo
 
 float synthetic_weight_value(uint64_t seed, const std::string& tensor_name, int64_t index, float scale,
                              float offset) {
-  return value_from_bits(splitmix_at(synthetic_tensor_key(seed, tensor_name), uint64_t(index)), scale, offset);
+  return value_from_bits(splitmix64_at(synthetic_tensor_key(seed, tensor_name), uint64_t(index)), scale, offset);
 }
 
 uint64_t synthetic_weights_digest(const ModelConfig& config, uint64_t seed) {
