@@ -126,7 +126,8 @@ SAMEBITS_HD float fixed_expf(float x) { return fixed_math_detail::expf_with(x, f
 // tests/kernels/test_fixed_math.cpp checks it). With r0 an ulp off, the refined r misses RN(1 / l)
 // for a few dozen of the 2^23 mantissas of l, and the quotient can then misround. The CUDA prefill
 // kernel divides a row of outputs by one l so, r0 from the device's reciprocal
-// (kernels/cuda/attention_kernel.cuh, OutputRow; its gpu test compares it with __fdiv_rn).
+// (kernels/cuda/attention_kernel.cuh, OutputRow; its gpu tests compare it with __fdiv_rn and find
+// the refined r = RN(1 / l) for every l of its range).
 SAMEBITS_HD float refine_reciprocal(float r0, float l) { return fma_rn(r0, fma_rn(r0, -l, 1.0f), r0); }
 SAMEBITS_HD float divide_by_reciprocal(float a, float l, float r) {
   const float q = fma_rn(r, a, 0.0f);

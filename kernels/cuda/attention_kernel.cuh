@@ -32,8 +32,10 @@ __device__ __forceinline__ uint32_t attention_output_pair(float o0, float o1, fl
 // OR-ed into four independent chains: one flag chained through all of them held every item's end
 // (NOTES). A row with any value outside clears in_range(), and its caller writes it again with
 // attention_output_pair. GpuAttentionOutput.RowQuotientsEqualIeeeDivision compares OutputRow with
-// __fdiv_rn on 2^30 operand pairs of every kind; the wgmma prefill kernel (which uses it) is
-// compared bit for bit with the 64-row kernel (which does not) in GpuAttentionPrefill.
+// __fdiv_rn on 2^30 operand pairs of every kind, and RowReciprocalIsCorrectlyRoundedForEveryDivisor
+// finds r = RN(1 / l) for every l of the range, which with Markstein's correction step makes every
+// quotient exact (kernels/fixed_math.h); the wgmma prefill kernel (which uses it) is compared bit
+// for bit with the 64-row kernel (which does not) in GpuAttentionPrefill.
 // Bit 31 clear exactly where 2^-64 <= |x| < 2^64: x's bits doubled (the sign shifted out) minus
 // 2^-64's doubled bits leave a window of 2^31, i.e. 128 binades.
 __device__ __forceinline__ uint32_t output_value_range(float x) { return __float_as_uint(x) * 2u - 0x3f000000u; }

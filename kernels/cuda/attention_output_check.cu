@@ -6,6 +6,10 @@
 // arbitrary bit patterns (zeros, denormals, infinities, NaN; OutputRow must leave those to
 // __fdiv_rn). The planted form (tests only) drops the correction step (q = r * a alone), which the
 // check must see differ. Integer counts by atomic adds: their order changes nothing.
+// The second check goes through every divisor of that range (or every stride-th mantissa): its
+// refined reciprocal must be __frcp_rn's, RN(1 / l), the premise under which the quotient's
+// correction step is exact for every dividend (Markstein; tests/kernels/test_fixed_math.cpp).
+#include "absl/strings/str_cat.h"
 #include "kernels/cuda/attention_kernel.cuh"
 #include "kernels/cuda/cuda_common.h"
 #include "kernels/cuda/cuda_ops.h"
@@ -15,8 +19,8 @@ namespace samebits {
 namespace {
 
 struct Tally {
-  unsigned long long in_range, mismatches;
-  unsigned long long first;  // (a bits << 32 | l bits) of the first mismatch seen (0: none)
+  unsigned long long in_range, mismatches;  // (the reciprocal check: divisors checked, mismatches)
+  unsigned long long first;  // (a bits << 32 | l bits) of the first mismatch seen (0: none); the smallest l
 };
 
 // v mixed by splitmix64 (its first output for key v).
@@ -78,6 +82,34 @@ __global__ void output_row_check_kernel(uint64_t seed, uint64_t n, bool planted,
   }
 }
 
+// Divisor number i of the range: per sign 120 binades (2^-60 .. 2^59) of 2^23 / stride mantissas,
+// then 2^60 itself.
+__global__ void reciprocal_check_kernel(uint32_t stride, bool planted, Tally* tally) {
+  const uint64_t per_binade = (uint64_t(1) << 23) / stride, per_sign = 120 * per_binade + 1;
+  unsigned long long checked = 0, mismatches = 0;
+  uint32_t first = 0xffffffffu;
+  for (uint64_t i = uint64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < 2 * per_sign;
+       i += uint64_t(gridDim.x) * blockDim.x) {
+    const uint64_t j = i % per_sign;
+    const uint32_t sign = uint32_t(i / per_sign);
+    const float l = j == 120 * per_binade ? make_float(sign, 60, 0)
+                                          : make_float(sign, int(j / per_binade) - 60, uint32_t(j % per_binade) * stride);
+    const cuda::OutputRow row(l);
+    float r = row.r;
+    if (planted) asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(l));
+    ++checked;
+    if (__float_as_uint(r) != __float_as_uint(__frcp_rn(l))) {
+      ++mismatches;
+      first = min(first, __float_as_uint(l));
+    }
+  }
+  atomicAdd(&tally->in_range, checked);
+  if (mismatches != 0) {
+    atomicAdd(&tally->mismatches, mismatches);
+    atomicMin(&tally->first, (unsigned long long)first);
+  }
+}
+
 absl::Status run_check(Tally* d, uint64_t seed, uint64_t n, bool planted, Tally& host) {
   SAMEBITS_RETURN_IF_ERROR(cuda::blocking_copy(d, &host, sizeof(Tally), cudaMemcpyHostToDevice));
   output_row_check_kernel<<<132 * 8, 256>>>(seed, n, planted, d);
@@ -96,6 +128,25 @@ absl::StatusOr<OutputRowCheck> cuda_output_row_check(uint64_t seed, uint64_t n, 
   if (!st.ok()) return st;
   return OutputRowCheck{uint64_t(host.in_range), uint64_t(host.mismatches), uint32_t(host.first >> 32),
                         uint32_t(host.first)};
+}
+
+absl::StatusOr<ReciprocalCheck> cuda_output_reciprocal_check(uint32_t stride, bool planted) {
+  if (stride == 0 || ((uint32_t(1) << 23) % stride) != 0) {
+    return absl::InvalidArgumentError(absl::StrCat("reciprocal check: stride ", stride, " does not divide 2^23"));
+  }
+  Tally* d = nullptr;
+  SAMEBITS_CUDA_TRY(cudaMalloc(&d, sizeof(Tally)));
+  Tally host{0, 0, ~0ull};
+  absl::Status st = cuda::blocking_copy(d, &host, sizeof(Tally), cudaMemcpyHostToDevice);
+  if (st.ok()) {
+    reciprocal_check_kernel<<<132 * 8, 256>>>(stride, planted, d);
+    st = cuda::check_launch("reciprocal_check_kernel");
+  }
+  if (st.ok()) st = cuda::blocking_copy(&host, d, sizeof(Tally), cudaMemcpyDeviceToHost);
+  cudaFree(d);
+  if (!st.ok()) return st;
+  return ReciprocalCheck{uint64_t(host.in_range), uint64_t(host.mismatches),
+                         host.mismatches == 0 ? 0u : uint32_t(host.first)};
 }
 
 }  // namespace samebits

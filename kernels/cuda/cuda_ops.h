@@ -122,6 +122,17 @@ struct OutputRowCheck {
 };
 absl::StatusOr<OutputRowCheck> cuda_output_row_check(uint64_t seed, uint64_t n, bool planted);
 
+// Tests only: OutputRow's reciprocal (rcp.approx refined by one Newton step) against __frcp_rn for
+// the divisors l = +-2^e * (1 + m / 2^23), e in [-60, 60), every stride-th m (1: all 2^23), and
+// +-2^60: the whole range OutputRow keeps on its own path. checked = divisors compared, mismatches
+// = those whose reciprocal's bits differ (first_l: the smallest such pattern); planted compares
+// rcp.approx's value unrefined, which the check must see differ.
+struct ReciprocalCheck {
+  uint64_t checked = 0, mismatches = 0;
+  uint32_t first_l = 0;
+};
+absl::StatusOr<ReciprocalCheck> cuda_output_reciprocal_check(uint32_t stride, bool planted);
+
 // Tests only: a writer kernel that releases its dependent at once and writes its words ~2 ms later,
 // then a reader launched after it as every step kernel is (launch_after_previous, cuda_common.h)
 // that waits for it, or, planted_no_wait, reads at once (launch_order_check.cu).
