@@ -52,7 +52,7 @@ __global__ void __launch_bounds__(kAttnThreads, HD == 64 ? 2 : 0) attention_kern
     const bool valid = r < it.nrows;
     const int row = it.row0 + r;
     const bf16* src = P.q;
-    if (valid) src = P.q + ((qs + row / group) * P.num_q_heads + g * group + row % group) * HD + ch * 8;
+    if (valid) src = P.q + query_row_offset(P, qs, g, group, row, HD) + ch * 8;
     cp_async_16(q_s + swizzled(r, ch, CH), src, valid);
   }
   cp_async_commit();
@@ -62,7 +62,7 @@ __global__ void __launch_bounds__(kAttnThreads, HD == 64 ? 2 : 0) attention_kern
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
     const int r = warp * 16 + (lane >> 2) + h * 8;
-    pos[h] = r < it.nrows ? cached + (it.row0 + r) / group : -1;
+    pos[h] = r < it.nrows ? cached + quotient_nonneg(it.row0 + r, group) : -1;
   }
 
   float ot[NTD][4];
@@ -184,7 +184,7 @@ __global__ void __launch_bounds__(kAttnThreads, HD == 64 ? 2 : 0) attention_kern
     const int r = warp * 16 + (lane >> 2) + h * 8;
     if (r >= it.nrows || !has_total[h]) continue;
     const int row = it.row0 + r;
-    bf16* dst = P.out + ((qs + row / group) * P.num_q_heads + g * group + row % group) * HD;
+    bf16* dst = P.out + query_row_offset(P, qs, g, group, row, HD);
 #pragma unroll
     for (int nt = 0; nt < NTD; ++nt) {
       const int d = nt * 8 + (lane & 3) * 2;

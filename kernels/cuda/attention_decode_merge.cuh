@@ -74,8 +74,7 @@ __global__ void attention_decode_merge_kernel(AttnParams P, DecodeGrid grid) {
     }
   }
   if (!has_total) return;
-  const int row = row0 + r;
-  bf16* dst = P.out + ((qs + row / group) * P.num_q_heads + g * group + row % group) * HD;
+  bf16* dst = P.out + query_row_offset(P, qs, g, group, row0 + r, HD);
 #pragma unroll
   for (int i = 0; i < PER; ++i) dst[lane + 32 * i] = attention_output(ot[i], tot_l);
 }

@@ -141,6 +141,14 @@ template <typename T>
 __device__ __forceinline__ T quotient_nonneg(T x, int d) {
   return (d & (d - 1)) == 0 ? x >> (__ffs(d) - 1) : x / d;
 }
+// Offset (values) of a tile row's query and output vectors: rows are (query token, head in group)
+// pairs, query-major, so row r is token qs + r / group, q head g * group + r % group; the quotient
+// and remainder by a shift and a mask where the group is a power of two (every GQA group in use),
+// else a division (some twenty instructions, per row of an item's Q copy and outputs).
+__device__ __forceinline__ int64_t query_row_offset(const AttnParams& P, int64_t qs, int g, int group, int r, int hd) {
+  const int token = quotient_nonneg(r, group);
+  return ((qs + token) * P.num_q_heads + g * group + (r - token * group)) * hd;
+}
 __device__ __forceinline__ KeyRow resolve_key_row(const AttnParams& P, const int32_t* table, int s, int g, int hd,
                                                   int64_t qs, int64_t cached, int64_t context, bool from_new,
                                                   int64_t j) {

@@ -107,6 +107,9 @@ __device__ __forceinline__ TileInfo tile_info(const AttnParams& P, const AttnIte
   t.cached = t.context - q_len;
   t.reads_new = reads_new_keys(P, q_len);
   t.table = P.block_tables + int64_t(t.s) * P.max_blocks_per_seq;
+  // (Divisions, not quotient_nonneg's shift: with the shift here the head_dim 64 kernel took 1.01-1.02x
+  // the time over cached keys on the H200, bench/cuda/NOTES.md 2026-12-04; the rows' own quotients
+  // below take the shift.)
   t.p_min = t.cached + t.row0 / t.group;
   t.p_max = t.cached + (t.row0 + t.nrows - 1) / t.group;
   return t;
@@ -271,8 +274,7 @@ __device__ __forceinline__ void consume(const AttnParams& P, const TileInfo& t, 
     const bool valid = row < t.nrows;
     const bf16* src = P.q;
     if (valid) {
-      const int qrow = t.row0 + row;
-      src = P.q + ((t.qs + qrow / t.group) * P.num_q_heads + g * t.group + qrow % t.group) * HD + ch * 8;
+      src = P.q + query_row_offset(P, t.qs, g, t.group, t.row0 + row, HD) + ch * 8;
     }
     cp_async_16(q_s + tile_offset(r, ch), src, valid);
   }
@@ -285,7 +287,7 @@ __device__ __forceinline__ void consume(const AttnParams& P, const TileInfo& t, 
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
     const int r = 64 * wg + warp * 16 + (lane >> 2) + h * 8;
-    pos[h] = r < t.nrows ? t.cached + (t.row0 + r) / t.group : -1;
+    pos[h] = r < t.nrows ? t.cached + quotient_nonneg(t.row0 + r, t.group) : -1;
   }
   float o[NTD][4];
   float tot_m[2] = {0.0f, 0.0f}, tot_l[2] = {0.0f, 0.0f}, m[2] = {0.0f, 0.0f}, l[2] = {0.0f, 0.0f};
@@ -448,8 +450,7 @@ __device__ __forceinline__ void consume(const AttnParams& P, const TileInfo& t, 
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
     if (pos[h] < 0 || !has_total[h]) continue;
-    const int qrow = t.row0 + 64 * wg + warp * 16 + (lane >> 2) + h * 8;
-    bf16* dst = P.out + ((t.qs + qrow / t.group) * P.num_q_heads + g * t.group + qrow % t.group) * HD;
+    bf16* dst = P.out + query_row_offset(P, t.qs, g, t.group, t.row0 + 64 * wg + warp * 16 + (lane >> 2) + h * 8, HD);
     OutputRow row(tot_l[h]);
 #pragma unroll
     for (int nt = 0; nt < NTD; ++nt) {
