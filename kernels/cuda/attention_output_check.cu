@@ -110,22 +110,30 @@ __global__ void reciprocal_check_kernel(uint32_t stride, bool planted, Tally* ta
   }
 }
 
-absl::Status run_check(Tally* d, uint64_t seed, uint64_t n, bool planted, Tally& host) {
-  SAMEBITS_RETURN_IF_ERROR(cuda::blocking_copy(d, &host, sizeof(Tally), cudaMemcpyHostToDevice));
-  output_row_check_kernel<<<132 * 8, 256>>>(seed, n, planted, d);
-  SAMEBITS_RETURN_IF_ERROR(cuda::check_launch("output_row_check_kernel"));
-  return cuda::blocking_copy(&host, d, sizeof(Tally), cudaMemcpyDeviceToHost);
+// The tally from `host`, launch() run on it (one kernel named `name`), the tally back into `host`;
+// the device buffer freed on every path.
+template <typename Launch>
+absl::Status run_check(Tally& host, const char* name, Launch launch) {
+  Tally* d = nullptr;
+  SAMEBITS_CUDA_TRY(cudaMalloc(&d, sizeof(Tally)));
+  auto run = [&]() -> absl::Status {
+    SAMEBITS_RETURN_IF_ERROR(cuda::blocking_copy(d, &host, sizeof(Tally), cudaMemcpyHostToDevice));
+    launch(d);
+    SAMEBITS_RETURN_IF_ERROR(cuda::check_launch(name));
+    return cuda::blocking_copy(&host, d, sizeof(Tally), cudaMemcpyDeviceToHost);
+  };
+  const absl::Status st = run();
+  cudaFree(d);
+  return st;
 }
 
 }  // namespace
 
 absl::StatusOr<OutputRowCheck> cuda_output_row_check(uint64_t seed, uint64_t n, bool planted) {
-  Tally* d = nullptr;
-  SAMEBITS_CUDA_TRY(cudaMalloc(&d, sizeof(Tally)));
   Tally host{0, 0, 0};
-  const absl::Status st = run_check(d, seed, n, planted, host);
-  cudaFree(d);
-  if (!st.ok()) return st;
+  SAMEBITS_RETURN_IF_ERROR(run_check(host, "output_row_check_kernel", [&](Tally* d) {
+    output_row_check_kernel<<<132 * 8, 256>>>(seed, n, planted, d);
+  }));
   return OutputRowCheck{uint64_t(host.in_range), uint64_t(host.mismatches), uint32_t(host.first >> 32),
                         uint32_t(host.first)};
 }
@@ -134,17 +142,10 @@ absl::StatusOr<ReciprocalCheck> cuda_output_reciprocal_check(uint32_t stride, bo
   if (stride == 0 || ((uint32_t(1) << 23) % stride) != 0) {
     return absl::InvalidArgumentError(absl::StrCat("reciprocal check: stride ", stride, " does not divide 2^23"));
   }
-  Tally* d = nullptr;
-  SAMEBITS_CUDA_TRY(cudaMalloc(&d, sizeof(Tally)));
   Tally host{0, 0, ~0ull};
-  absl::Status st = cuda::blocking_copy(d, &host, sizeof(Tally), cudaMemcpyHostToDevice);
-  if (st.ok()) {
+  SAMEBITS_RETURN_IF_ERROR(run_check(host, "reciprocal_check_kernel", [&](Tally* d) {
     reciprocal_check_kernel<<<132 * 8, 256>>>(stride, planted, d);
-    st = cuda::check_launch("reciprocal_check_kernel");
-  }
-  if (st.ok()) st = cuda::blocking_copy(&host, d, sizeof(Tally), cudaMemcpyDeviceToHost);
-  cudaFree(d);
-  if (!st.ok()) return st;
+  }));
   return ReciprocalCheck{uint64_t(host.in_range), uint64_t(host.mismatches),
                          host.mismatches == 0 ? 0u : uint32_t(host.first)};
 }
