@@ -102,7 +102,7 @@ __device__ __forceinline__ DecodeSegment decode_segment(const AttnParams& P, boo
   bool from_new = false;
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
-    d.rg[h] = segment_range(P, reads_new, cached, pos[h], c);
+    d.rg[h] = segment_range</*k32BitChunk=*/false>(P, reads_new, cached, pos[h], c);
     if (d.rg[h].begin < d.rg[h].end) {
       lo = min(lo, int(d.rg[h].begin));
       hi = max(hi, int(d.rg[h].end));

@@ -100,8 +100,22 @@ struct SegRange {
   bool from_new;
 };
 
+// x / d for x >= 0 and d > 0 known only at run time: a shift where d is a power of two (the block
+// sizes, split sizes and GQA groups in use), else the division.
+template <typename T>
+__device__ __forceinline__ T quotient_nonneg(T x, int d) {
+  return (d & (d - 1)) == 0 ? x >> (__ffs(d) - 1) : x / d;
+}
 // Key range of segment c for the query at absolute position p (kernels/plan.h semantics; the CPU's
-// query_sources in kernels/cpu/attention.cpp).
+// query_sources in kernels/cpu/attention.cpp). The split-count plan's segment length ceil(visible /
+// n) in 32 bits (k32BitChunk; visible is 1..2^31, a context_lens entry bounds it), or in 64: that
+// division is a call of some seventy instructions, made by every row of a default-mode prefill
+// tile at each segment's start, and a call in the kernel constrains its registers (H200: without it
+// the wgmma prefill took 0.95-0.98x the time, also in invariant mode, which never makes it). The
+// decode kernels keep the 64-bit form: with the 32-bit one inline their invariant batch 1-16 graph
+// replays took 1.01-1.02x the time, called out of line batch 16 x 512 1.07x (bench/cuda/NOTES.md,
+// 2026-12-04).
+template <bool k32BitChunk = true>
 __device__ __forceinline__ SegRange segment_range(const AttnParams& P, bool reads_new, int64_t cached,
                                                   int64_t p, int c) {
   const int64_t visible = p + 1;
@@ -120,7 +134,8 @@ __device__ __forceinline__ SegRange segment_range(const AttnParams& P, bool read
   }
   const int64_t n = min(int64_t(P.split_count), visible);
   if (c >= n) return SegRange{0, 0, false};
-  const int64_t chunk = (visible + n - 1) / n;
+  const int64_t chunk =
+      k32BitChunk ? int64_t((uint32_t(visible) - 1u) / uint32_t(n)) + 1 : (visible + n - 1) / n;
   const int64_t b = min(visible, int64_t(c) * chunk);
   return SegRange{b, min(visible, b + chunk), false};
 }
@@ -135,12 +150,6 @@ struct KeyRow {
   int64_t off;
   int where;
 };
-// x / d for x >= 0 and d > 0 known only at run time: a shift where d is a power of two (the block
-// sizes, split sizes and GQA groups in use), else the division.
-template <typename T>
-__device__ __forceinline__ T quotient_nonneg(T x, int d) {
-  return (d & (d - 1)) == 0 ? x >> (__ffs(d) - 1) : x / d;
-}
 // Offset (values) of a tile row's query and output vectors: rows are (query token, head in group)
 // pairs, query-major, so row r is token qs + r / group, q head g * group + r % group; the quotient
 // and remainder by a shift and a mask where the group is a power of two (every GQA group in use),
