@@ -111,7 +111,8 @@ __device__ __forceinline__ T quotient_nonneg(T x, int d) {
 // n) in 32 bits (k32BitChunk; visible is 1..2^31, a context_lens entry bounds it), or in 64: that
 // division is a call of some seventy instructions, made by every row of a default-mode prefill
 // tile at each segment's start, and a call in the kernel constrains its registers (H200: without it
-// the wgmma prefill took 0.95-0.98x the time, also in invariant mode, which never makes it). The
+// the wgmma prefill took 0.97-0.99x the time over cached keys at head_dim 128 and 0.93-0.95x at 64,
+// 0.98x at chunk 4096, in invariant mode too, which never makes the call). The
 // decode kernels keep the 64-bit form: with the 32-bit one inline their invariant batch 1-16 graph
 // replays took 1.01-1.02x the time, called out of line batch 16 x 512 1.07x (bench/cuda/NOTES.md,
 // 2026-12-04).

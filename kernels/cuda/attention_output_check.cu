@@ -20,7 +20,9 @@ namespace {
 
 struct Tally {
   unsigned long long in_range, mismatches;  // (the reciprocal check: divisors checked, mismatches)
-  unsigned long long first;  // (a bits << 32 | l bits) of the first mismatch seen (0: none); the smallest l
+  // (a bits << 32 | l bits) of the first mismatch seen (0: none); the reciprocal check: the smallest
+  // mismatching l's bits (all ones: none).
+  unsigned long long first;
 };
 
 // v mixed by splitmix64 (its first output for key v).
