@@ -341,9 +341,38 @@ __device__ __forceinline__ void consume(const AttnParams& P, const TileInfo& t, 
     }
     wgmma_commit();
   };
+  // The outputs bf16(total / l), from the last fold's registers. A row with a value outside
+  // OutputRow's range is written again by __fdiv_rn (rare: a loop, not unrolled) from the totals,
+  // stored to shared memory for it (a dynamic index into registers would go to local memory).
+  auto write_outputs = [&](const float(&ot)[NTD][4]) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      if (pos[h] < 0 || !has_total[h]) continue;
+      bf16* dst =
+          P.out + query_row_offset(P, t.qs, g, t.group, t.row0 + 64 * wg + warp * 16 + (lane >> 2) + h * 8, HD);
+      OutputRow row(tot_l[h]);
+#pragma unroll
+      for (int nt = 0; nt < NTD; ++nt) {
+        const uint32_t word = row.pair(ot[nt][2 * h], ot[nt][2 * h + 1], nt);
+        *reinterpret_cast<uint32_t*>(dst + nt * 8 + (lane & 3) * 2) = word;
+      }
+      if (!row.in_range()) {
+#pragma unroll
+        for (int nt = 0; nt < NTD; ++nt) total(nt) = make_float4(ot[nt][0], ot[nt][1], ot[nt][2], ot[nt][3]);
+#pragma unroll 1
+        for (int nt = 0; nt < NTD; ++nt) {
+          const float4 v = total(nt);
+          *reinterpret_cast<uint32_t*>(dst + nt * 8 + (lane & 3) * 2) =
+              attention_output_pair(h == 0 ? v.x : v.z, h == 0 ? v.y : v.w, tot_l[h]);
+        }
+      }
+    }
+  };
+  bool last_segment = false;
   walk(
       P, t,
       [&](int c) {
+        last_segment = c == t.nseg - 1;
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
           rg[h] = segment_range(P, t.reads_new, t.cached, pos[h], c);
@@ -443,30 +472,16 @@ __device__ __forceinline__ void consume(const AttnParams& P, const TileInfo& t, 
             if (folds[h]) fold_row_partial<NTD>(h, o, m[h], l[h], ot, tot_m[h], tot_l[h], has_total[h]);
           }
         }
+        // The last segment's totals go to the outputs from registers (block-uniform: every thread
+        // walks the item's segments), the others back to shared memory.
+        if (last_segment) {
+          write_outputs(ot);
+          return;
+        }
 #pragma unroll
         for (int nt = 0; nt < NTD; ++nt) total(nt) = make_float4(ot[nt][0], ot[nt][1], ot[nt][2], ot[nt][3]);
       });
 
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    if (pos[h] < 0 || !has_total[h]) continue;
-    bf16* dst = P.out + query_row_offset(P, t.qs, g, t.group, t.row0 + 64 * wg + warp * 16 + (lane >> 2) + h * 8, HD);
-    OutputRow row(tot_l[h]);
-#pragma unroll
-    for (int nt = 0; nt < NTD; ++nt) {
-      const float4 v = total(nt);
-      const uint32_t word = row.pair(h == 0 ? v.x : v.z, h == 0 ? v.y : v.w, nt);
-      *reinterpret_cast<uint32_t*>(dst + nt * 8 + (lane & 3) * 2) = word;
-    }
-    if (!row.in_range()) {  // written again by __fdiv_rn (rare: a loop, not unrolled)
-#pragma unroll 1
-      for (int nt = 0; nt < NTD; ++nt) {
-        const float4 v = total(nt);
-        *reinterpret_cast<uint32_t*>(dst + nt * 8 + (lane & 3) * 2) =
-            attention_output_pair(h == 0 ? v.x : v.z, h == 0 ? v.y : v.w, tot_l[h]);
-      }
-    }
-  }
 }
 
 #endif
