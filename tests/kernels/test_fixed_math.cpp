@@ -5,8 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <iostream>
 #include <cstring>
+#include <iostream>
 #include <limits>
 #include <set>
 
