@@ -4,10 +4,12 @@
 // separate new keys; head dims 64 and 128; GQA groups 2, 4 and 8; blocks of 8, 16, 24 and 128;
 // fresh prefills, chunks over cached prefixes, ragged lengths, contexts ending at and around
 // sub-block and split edges. Invariant mode: chunked prefill, prefix hits and decodes on it equal
-// one whole prefill. A planted order change (the scores' head-dim steps reversed) must be SEEN.
+// one whole prefill. Rows whose totals leave the output division's fast range (zeros, tiny, subnormal
+// and huge values) too. A planted order change (the scores' head-dim steps reversed) must be SEEN.
 // Skips visibly where the kernel cannot run (no GPU, or not compute capability 9.0).
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <optional>
 #include <string>
 
@@ -39,6 +41,59 @@ std::vector<AttnShapeG> shapes() {
 const std::vector<std::pair<int64_t, int64_t>> kLayout = {
     {700, 0}, {640, 256}, {513, 300}, {333, 17}, {257, 0}, {129, 64}, {191, 190}, {400, 399}, {90, 70}, {65, 0}};
 
+// The wgmma kernel divides a row's outputs by one shared reciprocal (OutputRow) and writes a row
+// again by __fdiv_rn where a total lies outside [2^-64, 2^64) (kernels/cuda/attention_kernel.cuh);
+// the 64-row kernel always divides by __fdiv_rn. Values that send rows down that rare path: in the
+// first kv head the keys before position `quiet` carry exact zeros, tiny values (2^-100) and bf16
+// subnormals (2^-128, quotients below 2^-126), so every row before `quiet` has totals out of range
+// in that head; in the last kv head the keys from `loud` on are scaled by 2^100, so every row from
+// `loud` on has totals above 2^64. Neither boundary falls on a 16-token edge, so tiles hold rows of
+// both kinds (a tile is 128 / group tokens of one kv head). OutOfRangeRowsEqualGeneralKernelBitwise
+// also counts, in the outputs, that each kind of value was produced, and rows in range beside
+// them: inputs that never left the range would fail it.
+void plant_out_of_range_values(const AttnShapeG& shape, SeqG& s) {
+  const int64_t quiet = (3 * s.len / 8 & ~int64_t(15)) + 5, loud = (3 * s.len / 4 & ~int64_t(15)) + 11;
+  for (int64_t p = 0; p < s.len; ++p) {
+    for (int d = 0; d < shape.hd; ++d) {
+      bf16& first = s.v[size_t(p * shape.kv_row() + d)];
+      if (p < quiet) {
+        const float scale = d % 4 == 0 ? 0.0f : d % 4 == 1 ? 0x1p-100f : d % 4 == 2 ? 0x1p-128f : 1.0f;
+        first = to_bf16(to_float(first) * scale);
+      }
+      bf16& last = s.v[size_t(p * shape.kv_row() + (shape.hkv - 1) * shape.hd + d)];
+      if (p >= loud) last = to_bf16(to_float(last) * 0x1p100f);
+    }
+  }
+}
+
+// kLayout's sequences of one shape (seeds seed0 + i), with out-of-range values planted or not.
+struct LayoutBatch {
+  std::vector<SeqG> seqs;
+  std::vector<int64_t> cached;
+};
+LayoutBatch layout_batch(const AttnShapeG& shape, uint64_t seed0, bool out_of_range) {
+  LayoutBatch b;
+  for (size_t i = 0; i < kLayout.size(); ++i) {
+    b.seqs.push_back(make_seq_g(shape, kLayout[i].first, seed0 + i));
+    if (out_of_range) plant_out_of_range_values(shape, b.seqs.back());
+    b.cached.push_back(kLayout[i].second);
+  }
+  return b;
+}
+
+// One step of the batch under plan case pc on a kernel route (nullptr: the backend's own choice).
+absl::StatusOr<std::vector<std::vector<bf16>>> run_plan_case(const Backend& gpu, const AttnShapeG& shape,
+                                                             const LayoutBatch& b, const PlanCaseG& pc,
+                                                             decltype(StepOptionsG::attention) route,
+                                                             bool host_mirrors = true) {
+  StepOptionsG o;
+  o.mode = pc.mode;
+  o.plan = pc.plan;
+  o.attention = route;
+  o.host_mirrors = host_mirrors;
+  return route_step_g(gpu, shape, b.seqs, b.cached, o);
+}
+
 // Whether the forced wgmma route runs here; otherwise the reason to skip.
 std::optional<std::string> prefill_kernel_missing(const Backend& gpu) {
   const AttnShapeG shape{4, 2, 64, 16};
@@ -61,26 +116,15 @@ std::optional<std::string> prefill_kernel_missing(const Backend& gpu) {
 TEST(GpuAttentionPrefill, WgmmaKernelEqualsGeneralKernelBitwise) {
   SAMEBITS_REQUIRE_PREFILL_KERNEL();
   for (const AttnShapeG& shape : shapes()) {
-    std::vector<SeqG> seqs;
-    std::vector<int64_t> cached;
-    for (size_t i = 0; i < kLayout.size(); ++i) {
-      seqs.push_back(make_seq_g(shape, kLayout[i].first, 60 + i));
-      cached.push_back(kLayout[i].second);
-    }
+    const LayoutBatch batch = layout_batch(shape, 60, false);
+    const auto& [seqs, cached] = batch;
     for (const PlanCaseG& pc : plan_cases_g()) {
       SCOPED_TRACE(absl::StrCat(shape.name(), " ", pc.name()));
-      StepOptionsG o;
-      o.mode = pc.mode;
-      o.plan = pc.plan;
-      o.attention = general_kernel;
-      auto general = route_step_g(*gpu, shape, seqs, cached, o);
-      o.attention = prefill_kernel;
-      auto wgmma = route_step_g(*gpu, shape, seqs, cached, o);
-      o.host_mirrors = false;  // launches sized from the shapes alone
-      auto bounded = route_step_g(*gpu, shape, seqs, cached, o);
-      o.host_mirrors = true;
-      o.attention = nullptr;  // the backend's own choice
-      auto automatic = route_step_g(*gpu, shape, seqs, cached, o);
+      auto general = run_plan_case(*gpu, shape, batch, pc, general_kernel);
+      auto wgmma = run_plan_case(*gpu, shape, batch, pc, prefill_kernel);
+      // launches sized from the shapes alone
+      auto bounded = run_plan_case(*gpu, shape, batch, pc, prefill_kernel, /*host_mirrors=*/false);
+      auto automatic = run_plan_case(*gpu, shape, batch, pc, nullptr);
       ASSERT_TRUE(general.ok()) << general.status();
       ASSERT_TRUE(wgmma.ok()) << wgmma.status();
       ASSERT_TRUE(bounded.ok()) << bounded.status();
@@ -91,6 +135,53 @@ TEST(GpuAttentionPrefill, WgmmaKernelEqualsGeneralKernelBitwise) {
         EXPECT_EQ(first_diff((*general)[i], (*bounded)[i]), -1) << "wgmma kernel without host mirrors";
         EXPECT_EQ(first_diff((*general)[i], (*automatic)[i]), -1) << "automatic route";
       }
+    }
+  }
+}
+
+struct OutputKinds {
+  int64_t zero = 0, tiny = 0, subnormal = 0, huge = 0, rows_out = 0, rows_in = 0;
+};
+// Counts the values of each kind and the (token, q head) rows with and without any value out of
+// OutputRow's range.
+void count_output_kinds(const AttnShapeG& shape, const std::vector<bf16>& out, OutputKinds& k) {
+  for (size_t row = 0; row * size_t(shape.hd) < out.size(); ++row) {
+    bool out_of_range = false;
+    for (int d = 0; d < shape.hd; ++d) {
+      const float x = std::fabs(to_float(out[row * size_t(shape.hd) + size_t(d)]));
+      k.zero += x == 0.0f;
+      k.tiny += x > 0.0f && x < 0x1p-64f;
+      k.subnormal += x > 0.0f && x < 0x1p-126f;
+      k.huge += x >= 0x1p64f;
+      out_of_range |= x < 0x1p-64f || x >= 0x1p64f;
+    }
+    (out_of_range ? k.rows_out : k.rows_in) += 1;
+  }
+}
+
+TEST(GpuAttentionPrefill, OutOfRangeRowsEqualGeneralKernelBitwise) {
+  SAMEBITS_REQUIRE_PREFILL_KERNEL();
+  for (const AttnShapeG& shape : shapes()) {
+    const LayoutBatch batch = layout_batch(shape, 80, true);
+    const auto& [seqs, cached] = batch;
+    for (const PlanCaseG& pc : plan_cases_g()) {
+      SCOPED_TRACE(absl::StrCat(shape.name(), " ", pc.name()));
+      auto general = run_plan_case(*gpu, shape, batch, pc, general_kernel);
+      auto wgmma = run_plan_case(*gpu, shape, batch, pc, prefill_kernel);
+      ASSERT_TRUE(general.ok()) << general.status();
+      ASSERT_TRUE(wgmma.ok()) << wgmma.status();
+      OutputKinds kinds;
+      for (size_t i = 0; i < seqs.size(); ++i) {
+        SCOPED_TRACE(absl::StrCat("sequence ", i, " (length ", seqs[i].len, ", cached ", cached[i], ")"));
+        EXPECT_EQ(first_diff((*general)[i], (*wgmma)[i]), -1);
+        count_output_kinds(shape, (*general)[i], kinds);
+      }
+      EXPECT_GT(kinds.zero, 0);
+      EXPECT_GT(kinds.tiny, 0);
+      EXPECT_GT(kinds.subnormal, 0);
+      EXPECT_GT(kinds.huge, 0);
+      EXPECT_GT(kinds.rows_out, 0);
+      EXPECT_GT(kinds.rows_in, 0);
     }
   }
 }
