@@ -11,12 +11,12 @@
 //     m64n64k16 steps over the head dim in increasing order from +0 (the k16 step gives the bits of
 //     mma.sync m16n8k16: the invariant matmul's tests compare the two), then the 64-row kernel's
 //     softmax (the wgmma accumulator gives each row to a quad of lanes as mma.sync does):
-//     attend_softmax itself on sub-blocks at a segment's edges and on the causal diagonal, its
-//     roundings in its order without masking or branches (interior_max, interior_exp_sum) on the
-//     others; o = o * alpha, o += bf16(P) V as four wgmma m64nHDk16 steps with P from registers,
-//     keys in increasing order; segment partials folded in index order (fold_scales) into totals
-//     kept in shared memory; the outputs bf16(total / l) by OutputRow (the row's reciprocal once,
-//     __fdiv_rn's bits).
+//     attend_softmax itself where a row of the warp has no key in the sub-block, elsewhere its
+//     roundings in its order without per-row branches, masking only sub-blocks where a row's
+//     range begins or ends (interior_max, interior_exp_sum); o = o * alpha, o += bf16(P) V as four
+//     wgmma m64nHDk16 steps with P from registers, keys in increasing order; segment partials
+//     folded in index order (fold_scales) into totals kept in shared memory between segments; the
+//     outputs bf16(total / l) by OutputRow (the row's reciprocal once, __fdiv_rn's bits).
 // Both warpgroups visit the same sub-blocks (the hull of the tile's key ranges per segment); a
 // row outside a sub-block's keys gets alpha = 1 and P = 0, as in the 64-row kernel's warps.
 // Overlap: the two warpgroups run unsynchronised (only the ring's mbarriers order them), so one's
@@ -194,12 +194,17 @@ __device__ __forceinline__ void produce(const AttnParams& P, const TileInfo& t, 
   while (handed < n) hand_over();
 }
 
-// attend_softmax<2> (attention_kernel.cuh) for a sub-block that lies inside the key range of
-// every row of the warp (all but the sub-blocks at a segment's edges and on the causal diagonal):
-// the same roundings in the same order (the gpu tests compare this kernel with the 64-row kernel
-// bit for bit), in fewer instructions per score, in two phases so that the caller can rescale o
-// (by alpha, known after the first) before it issues the next wgmma.
-//  - No masking: it would replace no score (every column is in range and every row active).
+// attend_softmax<2> (attention_kernel.cuh) for a sub-block that holds keys of every row of the
+// warp: the same roundings in the same order (the gpu tests compare this kernel with the 64-row
+// kernel bit for bit), in fewer instructions per score, in two phases so that the caller can
+// rescale o (by alpha, known after the first) before it issues the next wgmma.
+//  - Masking only where a row's range ends or begins inside the sub-block (the causal diagonal, a
+//    segment's edges: mask_outside_ranges), as attend_softmax masks: -inf in place of the score.
+//    With every row active, attend_softmax's per-row choices (alpha 1 and the state kept for an
+//    inactive row) never apply; a warp with a row that has no key in the sub-block takes
+//    attend_softmax. (Masked this way, the diagonal sub-blocks took 0.93-0.97x the time of a
+//    fresh prefill of 64-1024 tokens on the H200, with the first segment's fold below:
+//    bench/cuda/NOTES.md, 2026-12-04.)
 //  - p = exp2(fma(s, scale, -mu)) with mu = m_new, or +0 where m_new = -inf, without
 //    attend_softmax's per-score select (s != -inf ? exp2(fma(s, scale, -m_new)) : 0). Same bits:
 //    s = -inf gives -inf (mu finite or +inf), whose attn_exp2 is +0; m_new = -inf means no score
@@ -236,6 +241,21 @@ __device__ __forceinline__ InteriorMax interior_max(float scale, const float (&s
     r.mu[h] = r.m_new[h] == -INFINITY ? 0.0f : r.m_new[h];
   }
   return r;
+}
+// Scores of columns outside each row's key range replaced by -inf (softmax_masked).
+__device__ __forceinline__ void mask_outside_ranges(int64_t sb0, const SegRange (&rg)[2], float (&sc)[8][4]) {
+  const int lane = threadIdx.x & 31;
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    int lo, hi;
+    softmax_columns(sb0, rg[h], &lo, &hi);
+#pragma unroll
+    for (int nt = 0; nt < 8; ++nt)
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        sc[nt][2 * h + e] = softmax_masked(sc[nt][2 * h + e], nt * 8 + (lane & 3) * 2 + e, lo, hi);
+      }
+  }
 }
 // Phase 2: the exponentials in place of the scores, their sum, the row state.
 __device__ __forceinline__ void interior_exp_sum(const InteriorMax& r, float (&sc)[8][4], const float (&alpha)[2],
@@ -293,9 +313,9 @@ __device__ __forceinline__ void consume(const AttnParams& P, const TileInfo& t, 
   float tot_m[2] = {0.0f, 0.0f}, tot_l[2] = {0.0f, 0.0f}, m[2] = {0.0f, 0.0f}, l[2] = {0.0f, 0.0f};
   bool has_total[2] = {false, false}, first[2] = {true, true};  // (set again at each segment's start)
   SegRange rg[2];
+  // The totals in shared memory: written at the end of every segment but the last, read by the
+  // next segment's fold (the first segment's totals are formed in registers).
   auto total = [&](int nt) -> float4& { return reinterpret_cast<float4*>(totals)[nt * kConsumerThreads + tid]; };
-#pragma unroll
-  for (int nt = 0; nt < NTD; ++nt) total(nt) = make_float4(-0.0f, -0.0f, -0.0f, -0.0f);  // (fold_row_partial)
   int n = 0, pending_stage = -1;
   bool scores_issued = false;  // this sub-block's scores were issued under the previous one's softmax
   uint32_t a[4][4];  // P (bf16 pairs), the A operand of the P V products: read until they retire
@@ -368,10 +388,11 @@ __device__ __forceinline__ void consume(const AttnParams& P, const TileInfo& t, 
       }
     }
   };
-  bool last_segment = false;
+  bool first_segment = true, last_segment = false;
   walk(
       P, t,
       [&](int c) {
+        first_segment = c == 0;
         last_segment = c == t.nseg - 1;
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
@@ -410,10 +431,15 @@ __device__ __forceinline__ void consume(const AttnParams& P, const TileInfo& t, 
         // the wgmma if o changes while they are in flight), and run under this one's exponentials.
         scores_issued = !last;
         const bool was_first[2] = {first[0], first[1]};
+        // interior: no score of the warp is masked; every_row: each row has keys here (masked).
         const bool interior = __all_sync(0xffffffffu, inside);
+        const bool every_row = interior || __all_sync(0xffffffffu, active[0] && active[1]);
         float alpha[2];
         InteriorMax r;
         if (interior) {
+          r = interior_max(P.scale, sc, alpha, m, first);
+        } else if (every_row) {
+          mask_outside_ranges(sb0, rg, sc);
           r = interior_max(P.scale, sc, alpha, m, first);
         } else {
           attend_softmax<2>(sb0, rg, active, P.scale, sc, alpha, m, l, first);
@@ -431,7 +457,7 @@ __device__ __forceinline__ void consume(const AttnParams& P, const TileInfo& t, 
           }
         }
         if (!last) issue_scores(sc_next, n + 1);
-        if (interior) interior_exp_sum(r, sc, alpha, m, l, first);
+        if (every_row) interior_exp_sum(r, sc, alpha, m, l, first);
 #pragma unroll
         for (int kk = 0; kk < 4; ++kk) {
           a[kk][0] = pack_bf16x2(sc[2 * kk][0], sc[2 * kk][1]);
@@ -451,25 +477,46 @@ __device__ __forceinline__ void consume(const AttnParams& P, const TileInfo& t, 
         wgmma_wait<0>();
         retire_values();
         float ot[NTD][4];
-#pragma unroll
-        for (int nt = 0; nt < NTD; ++nt) {
-          const float4 v = total(nt);
-          ot[nt][0] = v.x;
-          ot[nt][1] = v.y;
-          ot[nt][2] = v.z;
-          ot[nt][3] = v.w;
-        }
-        // Where every row of the warp folds, without a branch per row; the totals start at -0.
         const bool folds[2] = {pos[0] >= 0 && !first[0], pos[1] >= 0 && !first[1]};
-        if (__all_sync(0xffffffffu, folds[0] && folds[1])) {
+        if (first_segment) {
+          // (block-uniform) A row's first fold gives its partial itself (fold_row_partial from a -0
+          // total: fma(v, 1, -0 * 0) = v, a NaN's payload aside, which no output keeps; l and m as
+          // they are), so the first segment's totals are o, or -0 for a row without keys yet: no
+          // loads, no arithmetic.
 #pragma unroll
           for (int h = 0; h < 2; ++h) {
-            fold_row_partial<NTD, true>(h, o, m[h], l[h], ot, tot_m[h], tot_l[h], has_total[h]);
+#pragma unroll
+            for (int nt = 0; nt < NTD; ++nt) {
+              ot[nt][2 * h] = folds[h] ? o[nt][2 * h] : -0.0f;
+              ot[nt][2 * h + 1] = folds[h] ? o[nt][2 * h + 1] : -0.0f;
+            }
+            if (folds[h]) {
+              tot_m[h] = m[h];
+              tot_l[h] = l[h];
+              has_total[h] = true;
+            }
           }
         } else {
 #pragma unroll
-          for (int h = 0; h < 2; ++h) {
-            if (folds[h]) fold_row_partial<NTD>(h, o, m[h], l[h], ot, tot_m[h], tot_l[h], has_total[h]);
+          for (int nt = 0; nt < NTD; ++nt) {
+            const float4 v = total(nt);
+            ot[nt][0] = v.x;
+            ot[nt][1] = v.y;
+            ot[nt][2] = v.z;
+            ot[nt][3] = v.w;
+          }
+          // Where every row of the warp folds, without a branch per row (a row's total is -0 until
+          // its first fold).
+          if (__all_sync(0xffffffffu, folds[0] && folds[1])) {
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+              fold_row_partial<NTD, true>(h, o, m[h], l[h], ot, tot_m[h], tot_l[h], has_total[h]);
+            }
+          } else {
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+              if (folds[h]) fold_row_partial<NTD>(h, o, m[h], l[h], ot, tot_m[h], tot_l[h], has_total[h]);
+            }
           }
         }
         // The last segment's totals go to the outputs from registers (block-uniform: every thread
