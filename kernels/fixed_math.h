@@ -34,6 +34,13 @@ SAMEBITS_HD uint64_t splitmix64_at(uint64_t key, uint64_t counter) {
   return z ^ (z >> 31);
 }
 
+// A float of sign bit s, unbiased exponent e (-126..127) and mantissa bits m: the operands that
+// the division checks enumerate (tests/kernels/test_fixed_math.cpp on the host,
+// kernels/cuda/attention_output_check.cu on the device).
+SAMEBITS_HD float make_float(uint32_t s, int e, uint32_t m) {
+  return bits_float((s << 31) | (uint32_t(e + 127) << 23) | (m & 0x7fffffu));
+}
+
 namespace fixed_math_detail {
 struct FmaRn {
   SAMEBITS_HD float operator()(float a, float b, float c) const { return fma_rn(a, b, c); }

@@ -27,10 +27,6 @@ struct Tally {
 
 // v mixed by splitmix64 (its first output for key v).
 __device__ __forceinline__ uint64_t mix64(uint64_t v) { return splitmix64_at(v, 0); }
-// A float of sign bit s, unbiased exponent e (-126..127) and mantissa bits m.
-__device__ __forceinline__ float make_float(uint32_t s, int e, uint32_t m) {
-  return __uint_as_float((s << 31) | (uint32_t(e + 127) << 23) | (m & 0x7fffffu));
-}
 
 __device__ void operands(uint64_t seed, uint64_t i, float* a, float* l) {
   const uint64_t x = mix64(seed ^ mix64(i)), y = mix64(x);

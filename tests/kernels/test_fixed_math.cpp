@@ -5,7 +5,6 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <cstring>
 #include <iostream>
 #include <limits>
 #include <set>
@@ -19,16 +18,6 @@ namespace {
 
 using testing::ExpfAccuracy;
 
-uint32_t bits_of(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  return u;
-}
-float float_of(uint32_t u) {
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
 
 // A twice-rounded a * b + c: fixed_expf as a compiler that ignored the written-out fused
 // multiply-adds would build it. The bitwise comparisons of the vector and device paths must see it.
@@ -41,10 +30,10 @@ TEST(FixedExpf, WithinTwoUlpOverADenseSweep) {
   // Every 61st float bit pattern of all 2^32 (~70M points; the device test covers all of them),
   // and every pattern near the bounds where the result changes kind.
   ExpfAccuracy acc;
-  for (uint64_t b = 0; b <= 0xffffffffull; b += 61) acc.add(float_of(uint32_t(b)), fixed_expf(float_of(uint32_t(b))));
+  for (uint64_t b = 0; b <= 0xffffffffull; b += 61) acc.add(bits_float(uint32_t(b)), fixed_expf(bits_float(uint32_t(b))));
   for (float edge : {88.72283935546875f, kExpUnderflow, -87.33654f, 0.3465736f, -0.3465736f, -104.f, 89.f}) {
     for (int64_t d = -4096; d <= 4096; ++d) {
-      const float x = float_of(uint32_t(int64_t(bits_of(edge)) + d));
+      const float x = bits_float(uint32_t(int64_t(float_bits(edge)) + d));
       acc.add(x, fixed_expf(x));
     }
   }
@@ -58,17 +47,17 @@ TEST(FixedExpf, SpecialValues) {
   EXPECT_EQ(fixed_expf(0.f), 1.f);
   EXPECT_EQ(fixed_expf(-0.f), 1.f);
   EXPECT_EQ(fixed_expf(inf), inf);
-  EXPECT_EQ(bits_of(fixed_expf(-inf)), 0u);
+  EXPECT_EQ(float_bits(fixed_expf(-inf)), 0u);
   EXPECT_EQ(fixed_expf(89.f), inf);
   EXPECT_EQ(fixed_expf(88.72284f), inf);  // just above ln(FLT_MAX)
   EXPECT_LT(fixed_expf(88.7228f), inf);
-  EXPECT_EQ(bits_of(fixed_expf(-104.f)), 0u);
-  EXPECT_EQ(bits_of(fixed_expf(kExpUnderflow)), 0u);
+  EXPECT_EQ(float_bits(fixed_expf(-104.f)), 0u);
+  EXPECT_EQ(float_bits(fixed_expf(kExpUnderflow)), 0u);
   EXPECT_GT(fixed_expf(std::nextafter(kExpUnderflow, 0.f)), 0.f);  // the smallest subnormal, not flushed
   EXPECT_GT(fixed_expf(-103.f), 0.f);
   const float nan = std::nanf("");
-  EXPECT_EQ(bits_of(fixed_expf(nan)), bits_of(nan));
-  EXPECT_EQ(bits_of(fixed_expf(-nan)), bits_of(-nan));
+  EXPECT_EQ(float_bits(fixed_expf(nan)), float_bits(nan));
+  EXPECT_EQ(float_bits(fixed_expf(-nan)), float_bits(-nan));
 }
 
 // Inverse of every bitwise comparison with fixed_expf (vector paths, the device): a function that
@@ -76,11 +65,11 @@ TEST(FixedExpf, SpecialValues) {
 TEST(FixedExpf, TwiceRoundedAndCorrectlyRoundedVariantsDiffer) {
   int64_t unfused_differs = 0, rounded_differs = 0, checked = 0;
   for (uint64_t b = 0; b <= 0xffffffffull; b += 4099) {
-    const float x = float_of(uint32_t(b));
+    const float x = bits_float(uint32_t(b));
     if (std::isnan(x)) continue;
     ++checked;
-    if (bits_of(unfused_expf(x)) != bits_of(fixed_expf(x))) ++unfused_differs;
-    if (bits_of(float(std::exp(double(x)))) != bits_of(fixed_expf(x))) ++rounded_differs;
+    if (float_bits(unfused_expf(x)) != float_bits(fixed_expf(x))) ++unfused_differs;
+    if (float_bits(float(std::exp(double(x)))) != float_bits(fixed_expf(x))) ++rounded_differs;
   }
   EXPECT_GT(unfused_differs, 0) << "of " << checked;
   EXPECT_GT(rounded_differs, 0) << "of " << checked;
@@ -155,7 +144,6 @@ TEST(SamplingUniform, IsTheDocumentedHashAndLooksUniform) {
 }
 
 // A float of sign s, unbiased exponent e and mantissa bits m (normal range).
-float make_float(uint32_t s, int e, uint32_t m) { return float_of((s << 31) | (uint32_t(e + 127) << 23) | (m & 0x7fffffu)); }
 
 // divide_by_reciprocal with the reciprocal refine_reciprocal(RN(1 / l), l) is a / l correctly
 // rounded over 2^24 pairs of its range (exponents of a in [-64, 64), of l in [-60, 60], random
@@ -171,11 +159,11 @@ TEST(ReciprocalDivision, CorrectlyRoundedWithTheRoundedReciprocal) {
     const float l = make_float(uint32_t(x >> 21) & 1, int((x >> 8) % 121) - 60, ml);
     const float want = a / l;  // IEEE division, round to nearest even
     const float r = refine_reciprocal(1.0f / l, l);
-    if (bits_of(divide_by_reciprocal(a, l, r)) != bits_of(want) && differ++ == 0) {
+    if (float_bits(divide_by_reciprocal(a, l, r)) != float_bits(want) && differ++ == 0) {
       first_a = a;
       first_l = l;
     }
-    if (bits_of(fma_rn(r, a, 0.0f)) != bits_of(want)) ++uncorrected_differ;
+    if (float_bits(fma_rn(r, a, 0.0f)) != float_bits(want)) ++uncorrected_differ;
   }
   EXPECT_EQ(differ, 0) << "first at a = " << first_a << ", l = " << first_l;
   EXPECT_GT(uncorrected_differ, 0) << "a quotient without its correction step went unseen";

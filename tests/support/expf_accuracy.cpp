@@ -2,31 +2,20 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 
 #include "absl/strings/str_cat.h"
 #include "kernels/fixed_math.h"
 
 namespace samebits::testing {
-namespace {
-
-uint32_t bits_of(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  return u;
-}
-
-}  // namespace
-
 void ExpfAccuracy::add(float x, float got) {
   ++checked;
   bool fine;
   if (x != x) {
-    fine = bits_of(got) == bits_of(x);
+    fine = float_bits(got) == float_bits(x);
   } else if (x >= 88.72283935546875f) {
     fine = got == INFINITY;
   } else if (x < kExpUnderflow) {
-    fine = bits_of(got) == 0u;
+    fine = float_bits(got) == 0u;
   } else {
     const double exact = std::exp(double(x));
     int e;
@@ -42,7 +31,7 @@ void ExpfAccuracy::add(float x, float got) {
       worst_subnormal_ulp = std::max(worst_subnormal_ulp, err);
     }
   }
-  if (!fine && broken++ == 0) first_broken = bits_of(x);
+  if (!fine && broken++ == 0) first_broken = float_bits(x);
 }
 
 void ExpfAccuracy::merge(const ExpfAccuracy& o) {
