@@ -47,8 +47,9 @@ const std::vector<std::pair<int64_t, int64_t>> kLayout = {
 // first kv head the keys before position `quiet` carry exact zeros, tiny values (2^-100) and bf16
 // subnormals (2^-128, quotients below 2^-126), so every row before `quiet` has totals out of range
 // in that head; in the last kv head the keys from `loud` on are scaled by 2^100, so every row from
-// `loud` on has totals above 2^64. Neither boundary falls on a 16-token edge, so tiles hold rows of
-// both kinds (a tile is 128 / group tokens of one kv head). OutOfRangeRowsEqualGeneralKernelBitwise
+// `loud` on has totals above 2^64. Neither boundary falls on a 16-token edge, so that tiles which
+// straddle one hold rows of both kinds (a tile is 128 / group tokens of one kv head, from the
+// chunk's first token). OutOfRangeRowsEqualGeneralKernelBitwise
 // also counts, in the outputs, that each kind of value was produced, and rows in range beside
 // them: inputs that never left the range would fail it.
 void plant_out_of_range_values(const AttnShapeG& shape, SeqG& s) {
