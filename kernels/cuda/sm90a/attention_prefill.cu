@@ -18,7 +18,9 @@
 //     folded in index order (fold_scales) into totals kept in shared memory between segments; the
 //     outputs bf16(total / l) by OutputRow (the row's reciprocal once, __fdiv_rn's bits).
 // Both warpgroups visit the same sub-blocks (the hull of the tile's key ranges per segment); a
-// row outside a sub-block's keys gets alpha = 1 and P = 0, as in the 64-row kernel's warps.
+// row outside a sub-block's keys gets alpha = 1 and P = 0, as in the 64-row kernel's warps. Two
+// instantiations per head dim: for a fixed split size (every invariant plan; a segment's ranges are
+// one multiply and a min, fixed_split_range) and for the others (split counts, separate new keys).
 // Overlap: the two warpgroups run unsynchronised (only the ring's mbarriers order them), so one's
 // softmax and segment fold run while the other's products do; within a warpgroup the next
 // sub-block of the segment has its scores issued (into a second buffer) before this one's
@@ -115,11 +117,26 @@ __device__ __forceinline__ TileInfo tile_info(const AttnParams& P, const AttnIte
   return t;
 }
 
+// segment_range's range under a fixed split size (every invariant plan) for a query that sees
+// `visible` >= 0 keys: [c * split, min(visible, c * split + split)), empty for 0. The kernel's
+// fixed-split instantiation (kFixedSplit) takes it without segment_range's tests of the plan's
+// kind, at each segment's start (H200: invariant prefill 0.96-0.99x the time; the same code in the
+// one instantiation made default mode 1.01-1.04x slower: bench/cuda/NOTES.md, 2026-12-04).
+// (segment_range keeps its own two lines for it: calling this there changed the decode kernels'
+// machine code.)
+__device__ __forceinline__ SegRange fixed_split_range(int split, int64_t visible, int c) {
+  const int64_t b = int64_t(c) * split;
+  return SegRange{b, min(visible, b + split), false};
+}
+
 // The keys of segment c that any row of the tile reads: each kind's ranges are empty for a prefix
 // of the positions and their ends never decrease with the position, their begins neither among the
 // non-empty ones (kernels/plan.h), so the hull runs from the first row with keys in c to p_max's
-// end. Sub-blocks of the hull that hold no key of a row leave that row as it was.
+// end. Sub-blocks of the hull that hold no key of a row leave that row as it was. Under a fixed split
+// every non-empty range of segment c begins at its first key: the hull is p_max's range.
+template <bool kFixedSplit>
 __device__ __forceinline__ SegRange segment_hull(const AttnParams& P, const TileInfo& t, int c) {
+  if constexpr (kFixedSplit) return fixed_split_range(P.split_size, t.p_max + 1, c);
   const SegRange hi = segment_range(P, t.reads_new, t.cached, t.p_max, c);
   if (hi.begin >= hi.end) return hi;
   SegRange lo = segment_range(P, t.reads_new, t.cached, t.p_min, c);
@@ -131,12 +148,12 @@ __device__ __forceinline__ SegRange segment_hull(const AttnParams& P, const Tile
 // Producer and consumers walk the same sequence of segments and sub-blocks: start(c) at each
 // segment, visit(sb0, from_new, last) per sub-block of its hull (last: the hull's last one),
 // finish() at its end.
-template <typename Start, typename Visit, typename Finish>
+template <bool kFixedSplit, typename Start, typename Visit, typename Finish>
 __device__ __forceinline__ void walk(const AttnParams& P, const TileInfo& t, Start start, Visit visit,
                                      Finish finish) {
   for (int c = 0; c < t.nseg; ++c) {
     start(c);
-    const SegRange h = segment_hull(P, t, c);
+    const SegRange h = segment_hull<kFixedSplit>(P, t, c);
     for (int64_t sb0 = h.begin < h.end ? h.begin / kAttnKeys * kAttnKeys : h.end; sb0 < h.end; sb0 += kAttnKeys) {
       visit(sb0, h.from_new, sb0 + kAttnKeys >= h.end);
     }
@@ -144,7 +161,7 @@ __device__ __forceinline__ void walk(const AttnParams& P, const TileInfo& t, Sta
   }
 }
 
-template <int HD>
+template <int HD, bool kFixedSplit>
 __device__ __forceinline__ void produce(const AttnParams& P, const TileInfo& t, int g, uint32_t ring, uint32_t full,
                                         uint32_t empty) {
   using L = PrefillLayout<HD>;
@@ -162,7 +179,7 @@ __device__ __forceinline__ void produce(const AttnParams& P, const TileInfo& t, 
     mbar_arrive(full + 8 * L::stage(handed));
     ++handed;
   };
-  walk(
+  walk<kFixedSplit>(
       P, t, [](int) {},
       [&](int64_t sb0, bool from_new, bool) {
         const int s = L::stage(n);
@@ -275,7 +292,7 @@ __device__ __forceinline__ void interior_exp_sum(const InteriorMax& r, float (&s
   for (int h = 0; h < 2; ++h) softmax_update(true, alpha[h], r.m_new[h], quad_sum(sum[h]), m[h], l[h], first[h]);
 }
 
-template <int HD, bool kPlanted>
+template <int HD, bool kPlanted, bool kFixedSplit>
 __device__ __forceinline__ void consume(const AttnParams& P, const TileInfo& t, int g, uint32_t base, float* totals,
                                         uint32_t full, uint32_t empty) {
   using L = PrefillLayout<HD>;
@@ -389,14 +406,19 @@ __device__ __forceinline__ void consume(const AttnParams& P, const TileInfo& t, 
     }
   };
   bool first_segment = true, last_segment = false;
-  walk(
+  walk<kFixedSplit>(
       P, t,
       [&](int c) {
         first_segment = c == 0;
         last_segment = c == t.nseg - 1;
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
-          rg[h] = segment_range(P, t.reads_new, t.cached, pos[h], c);
+          // (a row beyond the tile, pos -1, gets an empty range either way)
+          if constexpr (kFixedSplit) {
+            rg[h] = fixed_split_range(P.split_size, pos[h] + 1, c);
+          } else {
+            rg[h] = segment_range(P, t.reads_new, t.cached, pos[h], c);
+          }
           m[h] = l[h] = 0.0f;
           first[h] = true;
         }
@@ -533,7 +555,8 @@ __device__ __forceinline__ void consume(const AttnParams& P, const TileInfo& t, 
 
 #endif
 
-template <int HD, bool kPlanted>
+// kFixedSplit: the plan is a fixed split size (every invariant plan), known on the host.
+template <int HD, bool kPlanted, bool kFixedSplit>
 __global__ void __launch_bounds__(kThreads, 1) attention_prefill_kernel(AttnParams P) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   using L = PrefillLayout<HD>;
@@ -559,25 +582,25 @@ __global__ void __launch_bounds__(kThreads, 1) attention_prefill_kernel(AttnPara
   const TileInfo t = tile_info(P, *found);
   if (threadIdx.x >= kConsumerThreads) {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kProducerRegs));
-    produce<HD>(P, t, g, base + L::kRing, full, empty);
+    produce<HD, kFixedSplit>(P, t, g, base + L::kRing, full, empty);
   } else {
     asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kConsumerRegs));
     float* totals = reinterpret_cast<float*>(smem_raw + (base - smem_addr(smem_raw)) + L::kTotals);
-    consume<HD, kPlanted>(P, t, g, base, totals, full, empty);
+    consume<HD, kPlanted, kFixedSplit>(P, t, g, base, totals, full, empty);
   }
 #endif
 }
 
-template <int HD, bool kPlanted>
+template <int HD, bool kPlanted, bool kFixedSplit>
 absl::Status launch(const AttnParams& params, int64_t items, cudaStream_t stream) {
   using L = PrefillLayout<HD>;
   static bool smem_set = false;
   if (!smem_set) {
-    SAMEBITS_CUDA_TRY(cudaFuncSetAttribute(attention_prefill_kernel<HD, kPlanted>,
+    SAMEBITS_CUDA_TRY(cudaFuncSetAttribute(attention_prefill_kernel<HD, kPlanted, kFixedSplit>,
                                            cudaFuncAttributeMaxDynamicSharedMemorySize, L::kBytes));
     smem_set = true;
   }
-  return launch_after_previous("attention_prefill_kernel", attention_prefill_kernel<HD, kPlanted>,
+  return launch_after_previous("attention_prefill_kernel", attention_prefill_kernel<HD, kPlanted, kFixedSplit>,
                                dim3(unsigned(items * params.num_kv_heads)), dim3(kThreads), L::kBytes, stream, params);
 }
 
@@ -594,8 +617,15 @@ absl::Status launch_attention_prefill(const AttnParams& params, int64_t items, i
     return absl::UnimplementedError("attention: the wgmma prefill kernel needs compute capability 9.0");
   }
   if (items <= 0) return absl::OkStatus();
-  if (head_dim == 64) return planted ? launch<64, true>(params, items, stream) : launch<64, false>(params, items, stream);
-  return planted ? launch<128, true>(params, items, stream) : launch<128, false>(params, items, stream);
+  // The fixed-split instantiation for fixed split sizes (the planted kernel, tests only, runs every
+  // plan on the general one).
+  const bool fixed = !params.split_count_kind;
+  if (head_dim == 64) {
+    if (planted) return launch<64, true, false>(params, items, stream);
+    return fixed ? launch<64, false, true>(params, items, stream) : launch<64, false, false>(params, items, stream);
+  }
+  if (planted) return launch<128, true, false>(params, items, stream);
+  return fixed ? launch<128, false, true>(params, items, stream) : launch<128, false, false>(params, items, stream);
 }
 
 }  // namespace samebits::cuda
