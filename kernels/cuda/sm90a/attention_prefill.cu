@@ -120,10 +120,10 @@ __device__ __forceinline__ TileInfo tile_info(const AttnParams& P, const AttnIte
 // segment_range's range under a fixed split size (every invariant plan) for a query that sees
 // `visible` >= 0 keys: [c * split, min(visible, c * split + split)), empty for 0. The kernel's
 // fixed-split instantiation (kFixedSplit) takes it without segment_range's tests of the plan's
-// kind, at each segment's start (H200: invariant prefill 0.96-0.99x the time; the same code in the
-// one instantiation made default mode 1.01-1.04x slower: bench/cuda/NOTES.md, 2026-12-04).
-// (segment_range keeps its own two lines for it: calling this there changed the decode kernels'
-// machine code.)
+// kind, at each segment's start, and compiles none of the other plans' paths (H200: invariant
+// prefill 0.89-0.94x the time; the same ranges in the one general instantiation made default mode
+// 1.01-1.04x slower: bench/cuda/NOTES.md, 2026-12-04). (segment_range keeps its own two lines for
+// it: calling this there changed the decode kernels' machine code.)
 __device__ __forceinline__ SegRange fixed_split_range(int split, int64_t visible, int c) {
   const int64_t b = int64_t(c) * split;
   return SegRange{b, min(visible, b + split), false};
