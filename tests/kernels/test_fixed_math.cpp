@@ -18,7 +18,6 @@ namespace {
 
 using testing::ExpfAccuracy;
 
-
 // A twice-rounded a * b + c: fixed_expf as a compiler that ignored the written-out fused
 // multiply-adds would build it. The bitwise comparisons of the vector and device paths must see it.
 struct UnfusedFma {
@@ -142,8 +141,6 @@ TEST(SamplingUniform, IsTheDocumentedHashAndLooksUniform) {
   EXPECT_NE(sampling_uniform(1, 0), sampling_uniform(2, 0));
   EXPECT_EQ(sampling_uniform(77, 5), sampling_uniform(77, 5));
 }
-
-// A float of sign s, unbiased exponent e and mantissa bits m (normal range).
 
 // divide_by_reciprocal with the reciprocal refine_reciprocal(RN(1 / l), l) is a / l correctly
 // rounded over 2^24 pairs of its range (exponents of a in [-64, 64), of l in [-60, 60], random

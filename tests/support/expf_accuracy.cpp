@@ -7,6 +7,7 @@
 #include "kernels/fixed_math.h"
 
 namespace samebits::testing {
+
 void ExpfAccuracy::add(float x, float got) {
   ++checked;
   bool fine;
