@@ -240,20 +240,25 @@ TEST(GpuAttentionPrefill, InvariantChunkingPrefixHitsAndDecodeEqualWholePrefill)
   }
 }
 
+// In both modes: invariant plans (fixed split sizes) run the kernel's fixed-split instantiation,
+// default mode's split counts the general one; the planted order must be seen on each.
 TEST(GpuAttentionPrefill, PlantedOrderChangeIsSeen) {
   SAMEBITS_REQUIRE_PREFILL_KERNEL();
   for (const AttnShapeG& shape : shapes()) {
     const std::vector<SeqG> seqs = {make_seq_g(shape, 500, 21), make_seq_g(shape, 300, 22)};
     const std::vector<int64_t> cached = {0, 44};
-    StepOptionsG o;
-    o.attention = general_kernel;
-    auto general = route_step_g(*gpu, shape, seqs, cached, o);
-    o.attention = planted_prefill_kernel;
-    auto planted = route_step_g(*gpu, shape, seqs, cached, o);
-    ASSERT_TRUE(general.ok() && planted.ok());
-    int differing = 0;
-    for (size_t i = 0; i < seqs.size(); ++i) differing += first_diff((*general)[i], (*planted)[i]) >= 0 ? 1 : 0;
-    EXPECT_EQ(differing, 2) << shape.name() << ": the reversed head-dim order went unseen";
+    for (Mode mode : {Mode::kInvariant, Mode::kDefault}) {
+      StepOptionsG o;
+      o.mode = mode;
+      o.attention = general_kernel;
+      auto general = route_step_g(*gpu, shape, seqs, cached, o);
+      o.attention = planted_prefill_kernel;
+      auto planted = route_step_g(*gpu, shape, seqs, cached, o);
+      ASSERT_TRUE(general.ok() && planted.ok());
+      int differing = 0;
+      for (size_t i = 0; i < seqs.size(); ++i) differing += first_diff((*general)[i], (*planted)[i]) >= 0 ? 1 : 0;
+      EXPECT_EQ(differing, 2) << shape.name() << " " << mode_str(mode) << ": the reversed head-dim order went unseen";
+    }
   }
 }
 

@@ -604,6 +604,15 @@ absl::Status launch(const AttnParams& params, int64_t items, cudaStream_t stream
                                dim3(unsigned(items * params.num_kv_heads)), dim3(kThreads), L::kBytes, stream, params);
 }
 
+// The fixed-split instantiation wherever the plan is a fixed split size, planted or not.
+template <int HD>
+absl::Status launch_for_plan(const AttnParams& params, int64_t items, bool planted, cudaStream_t stream) {
+  if (!params.split_count_kind) {
+    return planted ? launch<HD, true, true>(params, items, stream) : launch<HD, false, true>(params, items, stream);
+  }
+  return planted ? launch<HD, true, false>(params, items, stream) : launch<HD, false, false>(params, items, stream);
+}
+
 }  // namespace
 
 int prefill_smem_bytes(int head_dim) {
@@ -617,15 +626,8 @@ absl::Status launch_attention_prefill(const AttnParams& params, int64_t items, i
     return absl::UnimplementedError("attention: the wgmma prefill kernel needs compute capability 9.0");
   }
   if (items <= 0) return absl::OkStatus();
-  // The fixed-split instantiation for fixed split sizes (the planted kernel, tests only, runs every
-  // plan on the general one).
-  const bool fixed = !params.split_count_kind;
-  if (head_dim == 64) {
-    if (planted) return launch<64, true, false>(params, items, stream);
-    return fixed ? launch<64, false, true>(params, items, stream) : launch<64, false, false>(params, items, stream);
-  }
-  if (planted) return launch<128, true, false>(params, items, stream);
-  return fixed ? launch<128, false, true>(params, items, stream) : launch<128, false, false>(params, items, stream);
+  return head_dim == 64 ? launch_for_plan<64>(params, items, planted, stream)
+                        : launch_for_plan<128>(params, items, planted, stream);
 }
 
 }  // namespace samebits::cuda
