@@ -8,8 +8,9 @@
 //     the 128-byte swizzled layout wgmma reads; cp.async because paged blocks of 8..256 rows, a
 //     context ending inside a block and two key sources do not map onto one TMA box;
 //   - warpgroups 0 and 1 (consumers, 224 registers) own 64 rows each: S = Q K^T as wgmma
-//     m64n64k16 steps over the head dim in increasing order from +0 (the k16 step gives the bits of
-//     mma.sync m16n8k16: the invariant matmul's tests compare the two), then the 64-row kernel's
+//     m64n64k16 steps over the head dim in increasing order from +0 (Q from registers at head_dim
+//     64, from shared memory at 128; the k16 step gives the bits of mma.sync m16n8k16: the
+//     invariant matmul's tests compare the two), then the 64-row kernel's
 //     softmax (the wgmma accumulator gives each row to a quad of lanes as mma.sync does):
 //     attend_softmax itself where a row of the warp has no key in the sub-block, elsewhere its
 //     roundings in its order without per-row branches, masking only sub-blocks where a row's
@@ -51,11 +52,11 @@ namespace {
 
 constexpr int kConsumerThreads = 256;
 constexpr int kThreads = kConsumerThreads + 128;
-// Registers per thread after setmaxnreg: the consumers hold o, the segment total and S (HD / 2 +
-// HD / 2 + 32 floats) besides P and the row state (no spills at head_dim 128, ptxas -v). The block
-// is launched with 168 per thread (__launch_bounds__(384, 1)); setmaxnreg.inc waits until the
-// producer's setmaxnreg.dec has released enough of them, so the three must add up to 3 x 168
-// (more would wait forever).
+// Registers per thread after setmaxnreg: the consumers hold o (HD / 2 floats), two score buffers
+// (32 each) and P (16) besides the row state, and at head_dim 64 Q (16; none left for it at 128:
+// the build fails on any spill). The block is launched with 168 per thread
+// (__launch_bounds__(384, 1)); setmaxnreg.inc waits until the producer's setmaxnreg.dec has
+// released enough of them, so the three must add up to 3 x 168 (more would wait forever).
 constexpr int kLaunchRegs = 168, kProducerRegs = 56, kConsumerRegs = 224;
 static_assert(kProducerRegs + 2 * kConsumerRegs == 3 * kLaunchRegs, "setmaxnreg stays within the launch's registers");
 
@@ -319,6 +320,21 @@ __device__ __forceinline__ void consume(const AttnParams& P, const TileInfo& t, 
   cp_async_wait<0>();
   fence_proxy_async();
   named_barrier_sync(1 + wg, 128);
+  // Q in registers for the scores' products at head_dim 64 (mma.sync's A fragments, by ldmatrix):
+  // read from shared memory once per item instead of by every sub-block's wgmma (H200: head_dim 64
+  // over cached keys 0.96-0.99x the time, bench/cuda/NOTES.md 2026-12-04). At head_dim 128 its 32
+  // registers do not fit beside o and the two score buffers (ptxas spills from 8 of them on, also
+  // with the producer at 40 registers and the consumers at 232). ptxas must keep these registers
+  // for the whole item: a form without the scores issued ahead (measured, not kept) came out with
+  // them reused by the softmax after the first sub-block, wrong outputs that the gpu tests caught.
+  constexpr bool kQInRegisters = HD == 64;
+  uint32_t qf[kQInRegisters ? HD / 16 : 1][4];
+  if constexpr (kQInRegisters) {
+#pragma unroll
+    for (int kk = 0; kk < HD / 16; ++kk) {
+      ldmatrix_x4(qf[kk], q_s + tile_offset(warp * 16 + (lane & 7) + ((lane >> 3) & 1) * 8, 2 * kk + (lane >> 4)));
+    }
+  }
 
   int64_t pos[2];
 #pragma unroll
@@ -370,7 +386,14 @@ __device__ __forceinline__ void consume(const AttnParams& P, const TileInfo& t, 
     for (int step = 0; step < HD / 16; ++step) {
       const int kk = kPlanted ? HD / 16 - 1 - step : step;
       const uint32_t off = (kk >> 2) * 8192 + (kk & 3) * 32;
-      if (step == 0) {  // (a zero score's sign changes no bit: scores enter as maxima and x - m)
+      // (a zero score's sign changes no bit: scores enter as maxima and x - m)
+      if constexpr (kQInRegisters) {
+        if (step == 0) {
+          wgmma_m64n64k16_rs<false>(scf, qf[kk], desc_advance(k_desc, off));
+        } else {
+          wgmma_m64n64k16_rs<true>(scf, qf[kk], desc_advance(k_desc, off));
+        }
+      } else if (step == 0) {
         wgmma_m64n64k16_overwrite(scf, desc_advance(q_desc, off), desc_advance(k_desc, off));
       } else {
         wgmma_m64k16<64>(scf, desc_advance(q_desc, off), desc_advance(k_desc, off));
