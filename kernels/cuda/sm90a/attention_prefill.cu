@@ -322,11 +322,12 @@ __device__ __forceinline__ void consume(const AttnParams& P, const TileInfo& t, 
   named_barrier_sync(1 + wg, 128);
   // Q in registers for the scores' products at head_dim 64 (mma.sync's A fragments, by ldmatrix):
   // read from shared memory once per item instead of by every sub-block's wgmma (H200: head_dim 64
-  // over cached keys 0.96-0.99x the time, bench/cuda/NOTES.md 2026-12-04). At head_dim 128 its 32
-  // registers do not fit beside o and the two score buffers (ptxas spills from 8 of them on, also
-  // with the producer at 40 registers and the consumers at 232). ptxas must keep these registers
-  // for the whole item: a form without the scores issued ahead (measured, not kept) came out with
-  // them reused by the softmax after the first sub-block, wrong outputs that the gpu tests caught.
+  // over cached keys 0.96-0.998x the time in two calls, bench/cuda/NOTES.md 2026-12-04). At
+  // head_dim 128 its 32 registers do not fit beside o and the two score buffers (ptxas spills from
+  // 8 of them on, also with the producer at 40 registers and the consumers at 232). ptxas must keep
+  // these registers for the whole item: a form without the scores issued ahead (measured, not
+  // kept) came out with them reused by the softmax after the first sub-block, wrong outputs that
+  // the gpu tests caught.
   constexpr bool kQInRegisters = HD == 64;
   uint32_t qf[kQInRegisters ? HD / 16 : 1][4];
   if constexpr (kQInRegisters) {
