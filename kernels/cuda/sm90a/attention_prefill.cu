@@ -390,9 +390,9 @@ __device__ __forceinline__ void consume(const AttnParams& P, const TileInfo& t, 
       // (a zero score's sign changes no bit: scores enter as maxima and x - m)
       if constexpr (kQInRegisters) {
         if (step == 0) {
-          wgmma_m64n64k16_rs<false>(scf, qf[kk], desc_advance(k_desc, off));
+          wgmma_m64k16_rs</*kTransB=*/false, /*kAccumulate=*/false>(scf, qf[kk], desc_advance(k_desc, off));
         } else {
-          wgmma_m64n64k16_rs<true>(scf, qf[kk], desc_advance(k_desc, off));
+          wgmma_m64k16_rs</*kTransB=*/false>(scf, qf[kk], desc_advance(k_desc, off));
         }
       } else if (step == 0) {
         wgmma_m64n64k16_overwrite(scf, desc_advance(q_desc, off), desc_advance(k_desc, off));
@@ -514,7 +514,7 @@ __device__ __forceinline__ void consume(const AttnParams& P, const TileInfo& t, 
         float(&of)[HD / 2] = reinterpret_cast<float(&)[HD / 2]>(o);
         wgmma_fence();
 #pragma unroll
-        for (int kk = 0; kk < 4; ++kk) wgmma_m64k16_rs_mn<HD>(of, a[kk], desc_advance(v_desc, kk * 2048));
+        for (int kk = 0; kk < 4; ++kk) wgmma_m64k16_rs</*kTransB=*/true>(of, a[kk], desc_advance(v_desc, kk * 2048));
         wgmma_commit();
         pending_stage = s;
         ++n;
