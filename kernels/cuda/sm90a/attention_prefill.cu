@@ -333,7 +333,7 @@ __device__ __forceinline__ void consume(const AttnParams& P, const TileInfo& t, 
   if constexpr (kQInRegisters) {
 #pragma unroll
     for (int kk = 0; kk < HD / 16; ++kk) {
-      ldmatrix_x4(qf[kk], q_s + tile_offset(warp * 16 + (lane & 7) + ((lane >> 3) & 1) * 8, 2 * kk + (lane >> 4)));
+      ldmatrix_x4(qf[kk], q_s + tile_offset(warp * 16 + (lane & 15), 2 * kk + (lane >> 4)));  // as attend_score_keys
     }
   }
 
