@@ -11,8 +11,8 @@ to the consumer warpgroups' code (from setmaxnreg.inc to, not including, setmaxn
         --region consumer --top 5 --live
     ... --path 90      # from the peak, the shortest path to the next read of R90 (why it is live)
 
-nvdisasm from the CUDA toolkit that built the cubin reads it directly (the H200 machine has one).
-An older nvdisasm (Debian's nvidia-cuda-toolkit 11.8, non-free) refuses a CUDA 13 cubin for its
+An nvdisasm as new as the toolkit that built the cubin should read it as it is (the H200 machine
+has CUDA 13.0; not tried there yet). An older nvdisasm (Debian's nvidia-cuda-toolkit 11.8, non-free) refuses a CUDA 13 cubin for its
 ELF header; --old-header rewrites the header to the older ABI first. 11.8 does not print the
 instructions it does not know (VIADD and a few others: address gaps in its listing); those are
 decoded here from the binary by their register fields (destination bits 16-23, sources 24-31 and,
