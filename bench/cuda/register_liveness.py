@@ -48,7 +48,14 @@ def disassemble(cubin, nvdisasm, old_header):
         tmp.write(data)
         tmp.close()
         path = tmp.name
-    return subprocess.run([nvdisasm, '-c', '-gi', path], check=True, capture_output=True, text=True).stdout
+    try:
+        run = subprocess.run([nvdisasm, '-c', '-gi', path], capture_output=True, text=True)
+    except OSError as e:
+        sys.exit(f'register_liveness: cannot run {nvdisasm}: {e.strerror}')
+    if run.returncode != 0:
+        hint = '' if old_header else ' (an nvdisasm older than the cubin\'s toolkit: try --old-header)'
+        sys.exit(f'register_liveness: {nvdisasm} failed: {run.stderr.strip()}{hint}')
+    return run.stdout
 
 
 def kernel_listing(sass, pattern):
@@ -172,9 +179,13 @@ def main():
     ap.add_argument('--at', type=lambda x: int(x, 16), metavar='ADDR',
                     help='instead of the peak, the instruction at this (hex) address')
     args = ap.parse_args()
+    try:
+        cubin = open(args.cubin, 'rb').read()
+    except OSError as e:
+        sys.exit(f'register_liveness: cannot read the cubin {args.cubin}: {e.strerror}')
 
     name, listing = kernel_listing(disassemble(args.cubin, args.nvdisasm, args.old_header), args.kernel)
-    text = elf_sections(open(args.cubin, 'rb').read())['.text.' + name]
+    text = elf_sections(cubin)['.text.' + name]
     by_addr = parse(listing, text)
     order = sorted(by_addr)
     index = {a: i for i, a in enumerate(order)}
