@@ -11,7 +11,8 @@ out=$("$@" 2>&1)
 rc=$?
 [[ -n $out ]] && printf '%s\n' "$out" >&2
 if ((rc == 0)) && grep -q 'wgmma.mma_async instructions are serialized' <<<"$out"; then
-  echo "ptxas_guard: ptxas serialised wgmma (above); the build refuses it (-DSAMEBITS_CUDA_WGMMA_ASYNC=OFF builds anyway)" >&2
+  echo "ptxas_guard: ptxas serialised wgmma (above); the build refuses it" \
+    "(-DSAMEBITS_CUDA_WGMMA_ASYNC=OFF builds anyway)" >&2
   exit 1
 fi
 exit $rc
