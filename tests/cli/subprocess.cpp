@@ -1,5 +1,6 @@
 #include "tests/cli/subprocess.h"
 
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -21,6 +22,11 @@ std::string temp_path(const std::string& name) {
 std::string read_text(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+void write_script(const std::string& path, const std::string& text) {
+  std::ofstream(path) << text;
+  ::chmod(path.c_str(), 0755);
 }
 
 ScopedEnv::ScopedEnv(const char* name, const char* value) : name_(name) {

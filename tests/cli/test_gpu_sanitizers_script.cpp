@@ -4,10 +4,7 @@
 // engine test holds ~90 GB of host memory, and a few side by side meet the out-of-memory killer) is
 // KILLED and runs again alone once the others are done; a test that fails is TEST FAILED and is not
 // run again; the exit status is 0 only when every shard ends clean.
-#include <sys/stat.h>
-
 #include <filesystem>
-#include <fstream>
 #include <string>
 
 #include "gtest/gtest.h"
@@ -20,11 +17,7 @@ namespace fs = std::filesystem;
 using testing::read_text;
 using testing::run_command;
 using testing::temp_path;
-
-void write_script(const fs::path& path, const std::string& text) {
-  std::ofstream(path) << text;
-  ::chmod(path.c_str(), 0755);
-}
+using testing::write_script;
 
 // The stand-in tools in dir/bin (compute-sanitizer) and dir (gpu_tests). The test binary lists
 // the suite Fake (Clean, KilledOnce, KilledAlways, Fails; those a filter of names or * selects);

@@ -2,10 +2,7 @@
 // wgmma: with stand-in compilers (shell scripts written here) for its three outcomes, and with the
 // real nvcc on tests/cli/wgmma_serialised.cu (where the build has CUDA): the file with a stray
 // write to an accumulator is refused, the same file without it passes.
-#include <sys/stat.h>
-
 #include <filesystem>
-#include <fstream>
 #include <string>
 
 #include "gtest/gtest.h"
@@ -17,6 +14,7 @@ namespace {
 namespace fs = std::filesystem;
 using testing::run_command;
 using testing::temp_path;
+using testing::write_script;
 
 const char kGuard[] = "cmake/ptxas_guard.sh";
 const char kSerialised[] =
@@ -26,10 +24,9 @@ const char kSerialised[] =
 
 // A stand-in compiler that prints `text` on stderr and exits with `code`.
 std::string stand_in(const std::string& name, const std::string& text, int code) {
-  const fs::path path = temp_path(name);
-  std::ofstream(path) << "#!/bin/bash\necho \"" << text << "\" >&2\nexit " << code << "\n";
-  ::chmod(path.c_str(), 0755);
-  return path.string();
+  const std::string path = temp_path(name);
+  write_script(path, "#!/bin/bash\necho \"" + text + "\" >&2\nexit " + std::to_string(code) + "\n");
+  return path;
 }
 
 TEST(PtxasGuard, PassesACleanCompileAndItsOutputThrough) {
