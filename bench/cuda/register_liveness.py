@@ -22,6 +22,7 @@ stores, CS2R, HGMMA accumulators and A fragments) are modelled; others count one
 """
 import argparse
 import collections
+import os
 import re
 import struct
 import subprocess
@@ -52,6 +53,9 @@ def disassemble(cubin, nvdisasm, old_header):
         run = subprocess.run([nvdisasm, '-c', '-gi', path], capture_output=True, text=True)
     except OSError as e:
         sys.exit(f'register_liveness: cannot run {nvdisasm}: {e.strerror}')
+    finally:
+        if path != cubin:
+            os.remove(path)
     if run.returncode != 0:
         hint = '' if old_header else ' (an nvdisasm older than the cubin\'s toolkit: try --old-header)'
         sys.exit(f'register_liveness: {nvdisasm} failed: {run.stderr.strip()}{hint}')
