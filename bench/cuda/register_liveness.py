@@ -39,10 +39,10 @@ def elf_sections(data):
     return {name(s[0]): data[s[4]:s[4] + s[5]] for s in secs}
 
 
-def disassemble(cubin, nvdisasm, old_header):
+def disassemble(cubin, contents, nvdisasm, old_header):
     path = cubin
     if old_header:  # the pre-CUDA-12 ELF ABI: version 7, e_flags sm_90 | 64-bit | unified texture mode
-        data = bytearray(open(cubin, 'rb').read())
+        data = bytearray(contents)
         data[8] = 7
         struct.pack_into('<I', data, 48, 0x005a055a)
         tmp = tempfile.NamedTemporaryFile(suffix='.cubin', delete=False)
@@ -188,7 +188,7 @@ def main():
     except OSError as e:
         sys.exit(f'register_liveness: cannot read the cubin {args.cubin}: {e.strerror}')
 
-    name, listing = kernel_listing(disassemble(args.cubin, args.nvdisasm, args.old_header), args.kernel)
+    name, listing = kernel_listing(disassemble(args.cubin, cubin, args.nvdisasm, args.old_header), args.kernel)
     text = elf_sections(cubin)['.text.' + name]
     by_addr = parse(listing, text)
     order = sorted(by_addr)
