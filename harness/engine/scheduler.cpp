@@ -147,11 +147,18 @@ bool Scheduler::try_admit(Request* r, ScheduleOutput* out, int* budget) {
   for (int32_t b : hit) evictable_hits += blocks_.ref_count(b) == 0 ? 1 : 0;
   if (need_new + evictable_hits > blocks_.num_free()) return false;
 
+  admit(r, std::move(hit), out);
+  for (int i = 0; i < need_new; ++i) r->blocks.push_back(blocks_.allocate());
+  push_entry(r, n, out, budget);
+  return true;
+}
+
+void Scheduler::admit(Request* r, std::vector<int32_t> hit, ScheduleOutput* out) {
+  const int hit_tokens = int(hit.size()) * config_.block_size;
   for (int32_t b : hit) blocks_.acquire(b);
   r->blocks = std::move(hit);
-  for (int i = 0; i < need_new; ++i) r->blocks.push_back(blocks_.allocate());
   r->num_computed = hit_tokens;
-  r->num_registered_blocks = hit_tokens / config_.block_size;
+  r->num_registered_blocks = int(r->blocks.size());
   r->prefix_hit_tokens = hit_tokens;
   if (hit_tokens > 0) {
     stats_.prefix_hit_tokens += hit_tokens;
@@ -161,8 +168,6 @@ bool Scheduler::try_admit(Request* r, ScheduleOutput* out, int* budget) {
   r->admit_order = ++admit_counter_;
   running_.push_back(r);
   out->admitted.push_back(r->spec.id);
-  push_entry(r, n, out, budget);
-  return true;
 }
 
 ScheduleOutput Scheduler::schedule() {

@@ -124,6 +124,9 @@ class Scheduler {
   bool reserve_blocks(Request* r, int tokens, ScheduleOutput* out, int* budget);
   void preempt(Request* r, ScheduleOutput* out, int* budget);
   bool try_admit(Request* r, ScheduleOutput* out, int* budget);
+  // Moves a waiting request to running_ holding the prefix-cache blocks `hit` (the caller has
+  // matched them): its computed tokens start after them; schedule() and replay both admit here.
+  void admit(Request* r, std::vector<int32_t> hit, ScheduleOutput* out);
   void release_blocks(Request* r);
   void remove_running(Request* r);
   void finish(Request* r, FinishReason reason);

@@ -57,20 +57,8 @@ absl::StatusOr<ScheduleOutput> Scheduler::schedule_forced(const StepRecord& reco
                                        "] but the cache holds [", absl::StrJoin(hit, ","), "]"));
         }
       }
-      for (int32_t b : hit) blocks_.acquire(b);
-      r->blocks = std::move(hit);
-      r->num_computed = hit_tokens;
-      r->num_registered_blocks = int(hit_blocks);
-      r->prefix_hit_tokens = hit_tokens;
-      if (hit_tokens > 0) {
-        stats_.prefix_hit_tokens += hit_tokens;
-        ++stats_.prefix_hit_requests;
-      }
-      r->state = RequestState::kRunning;
-      r->admit_order = ++admit_counter_;
-      running_.push_back(r);
       waiting_.erase(std::find(waiting_.begin(), waiting_.end(), r));
-      out.admitted.push_back(r->spec.id);
+      admit(r, std::move(hit), &out);
     }
     if (r->scheduled_step == out.step) return diverged(record.index, r->spec.id, "scheduled twice in one step");
     if (entry.start_position != r->num_computed) {

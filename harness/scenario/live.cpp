@@ -66,13 +66,8 @@ struct Clients {
 
 absl::StatusOr<ModeRun> run_live(const RunSetup& setup, const Workload& workload, Mode mode) {
   using namespace runner_detail;
-  if (absl::Status s = check_fits(setup, workload); !s.ok()) return s;
   const Scenario& sc = *setup.scenario;
-  EngineConfig config = engine_config(sc, setup.num_threads, mode);
-  config.profile = setup.profile;
-  config.graphs = setup.graphs;
-  config.schedule_ahead = setup.schedule_ahead;
-  auto session_or = open_session(*setup.model, *setup.backend, config, workload.arrivals, workload.samples);
+  auto session_or = open_run_session(setup, workload, mode);
   if (!session_or.ok()) return session_or.status();
   Session& session = **session_or;
   Engine& engine = *session.engine;

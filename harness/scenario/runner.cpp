@@ -158,6 +158,16 @@ RunFigures figures_of(const Engine& engine, double wall_seconds) {
   return f;
 }
 
+absl::StatusOr<std::unique_ptr<Session>> open_run_session(const RunSetup& setup, const Workload& workload,
+                                                          Mode mode) {
+  if (absl::Status s = check_fits(setup, workload); !s.ok()) return s;
+  EngineConfig config = engine_config(*setup.scenario, setup.num_threads, mode);
+  config.profile = setup.profile;
+  config.graphs = setup.graphs;
+  config.schedule_ahead = setup.schedule_ahead;
+  return open_session(*setup.model, *setup.backend, config, workload.arrivals, workload.samples);
+}
+
 }  // namespace runner_detail
 
 HostRss host_rss_bytes() {
@@ -209,12 +219,7 @@ absl::Status check_fits(const RunSetup& setup, const Workload& workload) {
 
 absl::StatusOr<ModeRun> run_simulated(const RunSetup& setup, const Workload& workload, Mode mode) {
   using namespace runner_detail;
-  if (absl::Status s = check_fits(setup, workload); !s.ok()) return s;
-  EngineConfig config = engine_config(*setup.scenario, setup.num_threads, mode);
-  config.profile = setup.profile;
-  config.graphs = setup.graphs;
-  config.schedule_ahead = setup.schedule_ahead;
-  auto session_or = open_session(*setup.model, *setup.backend, config, workload.arrivals, workload.samples);
+  auto session_or = open_run_session(setup, workload, mode);
   if (!session_or.ok()) return session_or.status();
   Session& session = **session_or;
   Engine& engine = *session.engine;

@@ -82,6 +82,11 @@ struct Session {
 absl::StatusOr<std::unique_ptr<Session>> open_session(const ModelSource& model, const Backend& backend,
                                                       const EngineConfig& config,
                                                       const std::vector<Arrival>& arrivals, int samples);
+// A run's session: the workload checked against the model and cache (check_fits), the engine
+// configured from the scenario and the setup's options (profile, graphs, schedule_ahead).
+// Simulated and live runs open theirs here; replay configures its engine from the trace.
+absl::StatusOr<std::unique_ptr<Session>> open_run_session(const RunSetup& setup, const Workload& workload,
+                                                          Mode mode);
 // The KV cache a session may allocate in host memory (the CPU backend; docs/THREAT_MODEL.md:
 // bounded memory), counted as fp32. A GPU's cache is bounded by the device's memory.
 inline constexpr int64_t kMaxKvCacheBytes = int64_t(16) << 30;
