@@ -17,8 +17,10 @@ ELF header; --old-header rewrites the header to the older ABI first. 11.8 does n
 instructions it does not know (VIADD and a few others: address gaps in its listing); those are
 decoded here from the binary by their register fields (destination bits 16-23, sources 24-31 and,
 for the register form, 32-39), and branch targets are decoded from every BRA's offset.
-Approximations: the operand widths of a few 64-bit forms (IMAD.WIDE, .64 / .128 loads and
-stores, CS2R, HGMMA accumulators and A fragments) are modelled; others count one register each.
+Approximations: the operand widths of a few wide forms (IMAD.WIDE, .64 / .128 loads and stores,
+LDSM / STSM .2 / .4, CS2R, HGMMA accumulators and A fragments) are modelled; others count one
+register each. tests/cli/test_register_liveness_tool.cpp checks the analysis on a listing written
+there.
 """
 import argparse
 import collections
@@ -71,7 +73,7 @@ def kernel_listing(sass, pattern):
 
 
 INSTR = re.compile(r'\s*/\*([0-9a-f]+)\*/\s+(@!?U?P[T0-9]\s+)?([A-Za-z0-9_.]+)\s*(.*?)\s*;')
-NO_REGISTER_DEST = {'ST', 'STS', 'STG', 'STL', 'RED', 'BRA', 'BAR', 'EXIT', 'WARPGROUP', 'MEMBAR', 'FENCE', 'ERRBAR',
+NO_REGISTER_DEST = {'ST', 'STS', 'STG', 'STL', 'STSM', 'RED', 'BRA', 'BAR', 'EXIT', 'WARPGROUP', 'MEMBAR', 'FENCE', 'ERRBAR',
                     'CGAERRBAR', 'CCTL', 'BSSY', 'BSYNC', 'LDGSTS', 'DEPBAR', 'NOP', 'WARPSYNC', 'YIELD', 'RET', 'CALL',
                     'LDGDEPBAR', 'SYNCS', 'R2UR', 'S2UR', 'NANOSLEEP', 'R2P', 'ISETP', 'FSETP', 'PLOP3', 'HSETP2'}
 
@@ -97,6 +99,8 @@ def registers(operand, width=1):
 
 
 def access_width(op):
+    if op.startswith(('LDSM', 'STSM')):  # ldmatrix / stmatrix: .4 or .2 matrices, a register each
+        return {'4': 4, '2': 2}.get(op.split('.')[-1], 1)
     return 4 if '.128' in op else 2 if '.64' in op else 1
 
 
@@ -111,17 +115,15 @@ def defs_and_uses(op, operands):
         overwrite = 'RZ' in ops[2:] or any('!UPT' in o for o in ops)
         return d, u + ([] if overwrite else d)
     if base in NO_REGISTER_DEST or base.startswith('U'):
-        store = base in ('ST', 'STS', 'STG', 'STL', 'RED')
+        store = base in ('ST', 'STS', 'STG', 'STL', 'STSM', 'RED')
         return [], [r for o in ops for r in registers(o, access_width(op) if store and not o.startswith('[') else 1)]
     k = 0
     while k < len(ops) and re.fullmatch(r'!?U?P[T0-9]', ops[k]):  # predicate destinations come first
         k += 1
     dest = ops[k] if k < len(ops) else 'RZ'
     width = 1
-    if base in ('LDG', 'LDS', 'LDL', 'LD', 'LDC', 'ATOMG', 'ATOMS', 'MOV', 'SHFL'):
+    if base in ('LDG', 'LDS', 'LDL', 'LD', 'LDC', 'LDSM', 'ATOMG', 'ATOMS', 'MOV', 'SHFL'):
         width = access_width(op)
-    if base == 'LDSM':
-        width = 4 if 'X4' in op.upper() else 2 if 'X2' in op.upper() else 1
     if (base == 'CS2R' and '.32' not in op) or (base == 'IMAD' and '.WIDE' in op):
         width = 2
     d = list(range(int(dest[1:].split('.')[0]), int(dest[1:].split('.')[0]) + width)) if re.match(r'R\d', dest) else []
