@@ -19,7 +19,7 @@ decoded here from the binary by their register fields (destination bits 16-23, s
 for the register form, 32-39), and branch targets are decoded from every BRA's offset.
 Approximations: the operand widths of a few wide forms (IMAD.WIDE, .64 / .128 loads and stores,
 LDSM / STSM .2 / .4, CS2R, HGMMA accumulators and A fragments) are modelled; others count one
-register each. tests/cli/test_register_liveness_tool.cpp checks the analysis on a listing written
+register each. tests/cli/test_sass_tools.cpp checks the analysis on a listing written
 there.
 """
 import argparse
@@ -30,6 +30,11 @@ import struct
 import subprocess
 import sys
 import tempfile
+
+
+def tool():
+    """The script the user ran (this one, or another that imports it), for its error lines."""
+    return os.path.splitext(os.path.basename(sys.argv[0]))[0]
 
 
 def elf_sections(data):
@@ -54,13 +59,13 @@ def disassemble(cubin, contents, nvdisasm, old_header):
     try:
         run = subprocess.run([nvdisasm, '-c', '-gi', path], capture_output=True, text=True)
     except OSError as e:
-        sys.exit(f'register_liveness: cannot run {nvdisasm}: {e.strerror}')
+        sys.exit(f'{tool()}: cannot run {nvdisasm}: {e.strerror}')
     finally:
         if path != cubin:
             os.remove(path)
     if run.returncode != 0:
         hint = '' if old_header else ' (an nvdisasm older than the cubin\'s toolkit: try --old-header)'
-        sys.exit(f'register_liveness: {nvdisasm} failed: {run.stderr.strip()}{hint}')
+        sys.exit(f'{tool()}: {nvdisasm} failed: {run.stderr.strip()}{hint}')
     return run.stdout
 
 
@@ -69,7 +74,7 @@ def kernel_listing(sass, pattern):
         name = part.split(',')[0].strip()
         if name.startswith('.text') and pattern in name:
             return name[len('.text.'):], part
-    sys.exit(f'register_liveness: no kernel whose name contains {pattern!r}')
+    sys.exit(f'{tool()}: no kernel whose name contains {pattern!r}')
 
 
 INSTR = re.compile(r'\s*/\*([0-9a-f]+)\*/\s+(@!?U?P[T0-9]\s+)?([A-Za-z0-9_.]+)\s*(.*?)\s*;')
@@ -134,20 +139,27 @@ def defs_and_uses(op, operands):
     return d, u
 
 
-def parse(listing, text):
-    """Instructions by address: (address, guard, opcode, operands, source line)."""
-    found, where, fresh = {}, '', True
+def parse(listing, text, chains=None):
+    """Instructions by address: (guard, opcode, operands, source line). With `chains` (a dict),
+    also each instruction's whole -lineinfo location, innermost first: [(file name, line), ...]."""
+    found, where, fresh, chain = {}, '', True, []
     for line in listing.split('\n'):
         if '//##' in line:  # a group of these lines: the innermost (inlined) location first
             m = re.search(r'File "([^"]*)", line (\d+)', line)
-            if m and fresh:
-                where = m.group(1).split('/')[-1] + ':' + m.group(2)
+            if fresh:
+                chain = []
+            if m:
+                if fresh:
+                    where = m.group(1).split('/')[-1] + ':' + m.group(2)
+                chain.append((m.group(1).split('/')[-1], int(m.group(2))))
             fresh = False
             continue
         fresh = True
         m = INSTR.match(line)
         if m:
             found[int(m.group(1), 16)] = ((m.group(2) or '').strip(), m.group(3), m.group(4), where)
+            if chains is not None:
+                chains[int(m.group(1), 16)] = chain
     for a in range(0, len(text), 16):  # what the disassembler left out
         if a in found:
             continue
@@ -170,12 +182,27 @@ def branch_target(text, a):
     return a + 16 + high + ((lo >> 16) & 0xff) * 4
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+def add_kernel_arguments(ap):
+    """The cubin, the kernel and the disassembler: the arguments of read_kernel."""
     ap.add_argument('cubin')
     ap.add_argument('kernel', help='a substring of the kernel\'s mangled name')
     ap.add_argument('--nvdisasm', default='nvdisasm')
     ap.add_argument('--old-header', action='store_true', help='rewrite the ELF header for a pre-CUDA-12 nvdisasm')
+
+
+def read_kernel(args):
+    """(mangled name, its SASS listing, its .text bytes); one line and exit 1 where that fails."""
+    try:
+        cubin = open(args.cubin, 'rb').read()
+    except OSError as e:
+        sys.exit(f'{tool()}: cannot read the cubin {args.cubin}: {e.strerror}')
+    name, listing = kernel_listing(disassemble(args.cubin, cubin, args.nvdisasm, args.old_header), args.kernel)
+    return name, listing, elf_sections(cubin)['.text.' + name]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    add_kernel_arguments(ap)
     ap.add_argument('--region', choices=('all', 'consumer'), default='all')
     ap.add_argument('--top', type=int, default=5)
     ap.add_argument('--live', action='store_true', help='the registers live at the peak, as ranges')
@@ -185,13 +212,7 @@ def main():
     ap.add_argument('--at', type=lambda x: int(x, 16), metavar='ADDR',
                     help='instead of the peak, the instruction at this (hex) address')
     args = ap.parse_args()
-    try:
-        cubin = open(args.cubin, 'rb').read()
-    except OSError as e:
-        sys.exit(f'register_liveness: cannot read the cubin {args.cubin}: {e.strerror}')
-
-    name, listing = kernel_listing(disassemble(args.cubin, cubin, args.nvdisasm, args.old_header), args.kernel)
-    text = elf_sections(cubin)['.text.' + name]
+    name, listing, text = read_kernel(args)
     by_addr = parse(listing, text)
     order = sorted(by_addr)
     index = {a: i for i, a in enumerate(order)}

@@ -1,5 +1,6 @@
-// bench/cuda/register_liveness.py, the register-liveness reader of a kernel's SASS, on a cubin and
-// a disassembly written here: a small ELF file whose .text sections hold the kernels' bytes
+// bench/cuda/register_liveness.py, the register-liveness reader of a kernel's SASS, and
+// bench/cuda/sass_mix.py, its instruction mix by source line (the same reading of the cubin and the
+// listing), on a cubin and a disassembly written here: a small ELF file whose .text sections hold the kernels' bytes
 // (only branch offsets and one instruction the listing leaves out are read from them), and a
 // stand-in nvdisasm that prints the listing. The live sets below are worked out by hand from the
 // listings; each case names the part of the analysis it would catch going wrong.
@@ -39,6 +40,7 @@ const char kListing[] = R"sass(	.headerflags	@"EF_CUDA_VIRTUAL_SM(EF_CUDA_SM90)"
         /*0050*/                   IADD3 R3, R5, R0, RZ ;
         /*0060*/                   ISETP.NE.AND P0, PT, R3, 0x10, PT ;
         /*0070*/               @P0 BRA 0x40 ;
+	//## File "kernels/demo.cu", line 44
         /*0080*/                   STG.E [R6.64], R5 ;
         /*0090*/                   EXIT ;
         /*00a0*/                   BRA 0xa0;
@@ -126,7 +128,7 @@ std::string elf(const std::vector<std::pair<std::string, std::string>>& texts, u
   return file;
 }
 
-class RegisterLivenessTool : public ::testing::Test {
+class SassTools : public ::testing::Test {
  protected:
   void SetUp() override {
     if (run_command("command -v python3").code != 0) GTEST_SKIP() << "no python3 on this machine";
@@ -156,16 +158,18 @@ class RegisterLivenessTool : public ::testing::Test {
                              "cat '" + listing_ + "'\n");
     }
   }
-  Outcome tool(const std::string& args, const std::string& nvdisasm = "") {
-    return run_command("python3 bench/cuda/register_liveness.py '" + cubin_ + "' " + args + " --nvdisasm '" +
+  Outcome tool(const std::string& args, const std::string& nvdisasm = "",
+               const std::string& script = "register_liveness.py") {
+    return run_command("python3 bench/cuda/" + script + " '" + cubin_ + "' " + args + " --nvdisasm '" +
                        (nvdisasm.empty() ? nvdisasm_ : nvdisasm) + "'");
   }
+  Outcome mix(const std::string& args) { return tool(args, "", "sass_mix.py"); }
   std::string cubin_, listing_, seen_, nvdisasm_, old_nvdisasm_;
 };
 
 // The branch graph (a back edge from its offset bits 24-63) and the left-out instruction (register
 // fields from its bytes): without either, R2 would not be live at the loop's end.
-TEST_F(RegisterLivenessTool, CarriesALoopHeadsReadAroundTheBackEdge) {
+TEST_F(SassTools, CarriesALoopHeadsReadAroundTheBackEdge) {
   const Outcome o = tool("k_loop --live");
   ASSERT_EQ(o.code, 0) << o.err;
   EXPECT_NE(o.out.find("k_loop: 11 instructions, highest register written R7, peak 6 live registers"),
@@ -176,7 +180,7 @@ TEST_F(RegisterLivenessTool, CarriesALoopHeadsReadAroundTheBackEdge) {
 }
 
 // IMAD.WIDE writes a pair and reads its addend as a pair: R8-R9 live from the entry, R6-R7 from it.
-TEST_F(RegisterLivenessTool, ModelsWideOperandsAsRegisterPairs) {
+TEST_F(SassTools, ModelsWideOperandsAsRegisterPairs) {
   const Outcome entry = tool("k_loop --live --at 0");
   ASSERT_EQ(entry.code, 0) << entry.err;
   EXPECT_NE(entry.out.find("live at 0x0000: R8-R9"), std::string::npos) << entry.out;
@@ -186,7 +190,7 @@ TEST_F(RegisterLivenessTool, ModelsWideOperandsAsRegisterPairs) {
 
 // LDSM .4 writes four registers; a guarded write kills nothing (R12 live from the entry); HGMMA
 // reads its accumulators (no RZ) and its A fragment; .128 stores read four.
-TEST_F(RegisterLivenessTool, ModelsFragmentsAccumulatorsAndGuardedWrites) {
+TEST_F(SassTools, ModelsFragmentsAccumulatorsAndGuardedWrites) {
   const Outcome o = tool("k_forms --live");
   ASSERT_EQ(o.code, 0) << o.err;
   EXPECT_NE(o.out.find("k_forms: 6 instructions, highest register written R23, peak 13 live registers"),
@@ -199,7 +203,7 @@ TEST_F(RegisterLivenessTool, ModelsFragmentsAccumulatorsAndGuardedWrites) {
 
 // --path: from the peak, the branch taken back to the read, marked; --who: the writers with the
 // innermost source line of the -lineinfo groups.
-TEST_F(RegisterLivenessTool, ShowsWhyARegisterIsLiveAndWhoWritesIt) {
+TEST_F(SassTools, ShowsWhyARegisterIsLiveAndWhoWritesIt) {
   const Outcome path = tool("k_loop --path 2");
   ASSERT_EQ(path.code, 0) << path.err;
   EXPECT_NE(path.out.find("0x0070 @P0 BRA 0x40"), std::string::npos) << path.out;
@@ -213,7 +217,7 @@ TEST_F(RegisterLivenessTool, ShowsWhyARegisterIsLiveAndWhoWritesIt) {
 // --region consumer: from setmaxnreg's TRY_ALLOC on, not the producer's code after DEALLOC; the
 // whole kernel's peak is the producer's. R1 is live at the split only through the branch (its
 // target from the offset's low byte).
-TEST_F(RegisterLivenessTool, KeepsToTheConsumerRegion) {
+TEST_F(SassTools, KeepsToTheConsumerRegion) {
   const Outcome all = tool("k_split --live");
   ASSERT_EQ(all.code, 0) << all.err;
   EXPECT_NE(all.out.find("k_split: 13 instructions, highest register written R21, peak 3 live registers"),
@@ -232,7 +236,7 @@ TEST_F(RegisterLivenessTool, KeepsToTheConsumerRegion) {
 
 // An older nvdisasm refuses the header: the error says to try --old-header, which rewrites it in
 // a temporary copy (removed afterwards) and leaves the cubin as it was.
-TEST_F(RegisterLivenessTool, RewritesTheHeaderForAnOlderDisassemblerOnlyInACopy) {
+TEST_F(SassTools, RewritesTheHeaderForAnOlderDisassemblerOnlyInACopy) {
   const std::string before = read_text(cubin_);
   const Outcome refused = tool("k_loop", old_nvdisasm_);
   EXPECT_EQ(refused.code, 1);
@@ -249,7 +253,7 @@ TEST_F(RegisterLivenessTool, RewritesTheHeaderForAnOlderDisassemblerOnlyInACopy)
   EXPECT_EQ(read_text(cubin_), before);
 }
 
-TEST_F(RegisterLivenessTool, BadInputGetsOneLineAndExitOne) {
+TEST_F(SassTools, BadInputGetsOneLineAndExitOne) {
   const Outcome kernel = tool("k_missing");
   EXPECT_EQ(kernel.code, 1);
   EXPECT_EQ(kernel.err, "register_liveness: no kernel whose name contains 'k_missing'\n");
@@ -259,6 +263,46 @@ TEST_F(RegisterLivenessTool, BadInputGetsOneLineAndExitOne) {
   const Outcome tool_missing = tool("k_loop", "/nonexistent/nvdisasm");
   EXPECT_EQ(tool_missing.code, 1);
   EXPECT_EQ(tool_missing.err, "register_liveness: cannot run /nonexistent/nvdisasm: No such file or directory\n");
+}
+
+// sass_mix.py: the loops from the backward branches, shortest first; a range's instructions under
+// the innermost frame of their chain within the file and lines asked for (else the innermost), the
+// left-out instruction (no line) apart.
+TEST_F(SassTools, MixListsLoopsAndFilesARangeUnderItsSourceLines) {
+  const Outcome loops = mix("k_loop --loops");
+  ASSERT_EQ(loops.code, 0) << loops.err;
+  const size_t self = loops.out.find("loop 0x000a0-0x000a0:     1 instructions, HGMMA 0, MUFU 0");
+  const size_t body = loops.out.find("loop 0x00040-0x00070:     4 instructions, HGMMA 0, MUFU 0");
+  ASSERT_NE(self, std::string::npos) << loops.out;
+  ASSERT_NE(body, std::string::npos) << loops.out;
+  EXPECT_LT(self, body) << loops.out;
+
+  const std::string source = temp_path("demo.cu");
+  std::ofstream out(source);
+  for (int line = 1; line <= 40; ++line) out << (line == 40 ? "  acc = acc + x[i];  // the loop's body\n" : "\n");
+  out.close();
+  const Outcome grouped = mix("k_loop --range 0x30-0x80 --group demo.cu:30-50 --source '" + source + "'");
+  ASSERT_EQ(grouped.code, 0) << grouped.err;
+  EXPECT_NE(grouped.out.find("0x00030-0x00080: 6 instructions"), std::string::npos) << grouped.out;
+  EXPECT_NE(grouped.out.find("demo.cu:40     4  acc = acc + x[i];  // the loop's body"), std::string::npos)
+      << grouped.out;
+  EXPECT_NE(grouped.out.find("demo.cu:44     1"), std::string::npos) << grouped.out;  // a group of its own
+  EXPECT_NE(grouped.out.find("elsewhere     1"), std::string::npos) << grouped.out;
+  const Outcome innermost = mix("k_loop --range 30-80");
+  EXPECT_NE(innermost.out.find("demo.cu:12     4"), std::string::npos) << innermost.out;
+  EXPECT_NE(innermost.out.find("no line     1"), std::string::npos) << innermost.out;
+}
+
+TEST_F(SassTools, MixRefusesBadArgumentsWithOneLine) {
+  const Outcome range = mix("k_loop --range 0x80");
+  EXPECT_EQ(range.code, 2);
+  EXPECT_NE(range.err.find("argument --range: '0x80' is not LO-HI (hex addresses)"), std::string::npos) << range.err;
+  const Outcome nothing = mix("k_loop");
+  EXPECT_EQ(nothing.code, 2);
+  EXPECT_NE(nothing.err.find("say --loops, --range LO-HI or both"), std::string::npos) << nothing.err;
+  const Outcome kernel = mix("k_missing --loops");
+  EXPECT_EQ(kernel.code, 1);
+  EXPECT_EQ(kernel.err, "sass_mix: no kernel whose name contains 'k_missing'\n");
 }
 
 }  // namespace

@@ -1,0 +1,107 @@
+#!/usr/bin/env python3
+"""Instruction mix of one kernel's machine code (SASS) by source line, for instruction-count studies.
+
+ncu counts the instructions a kernel executes; this counts, without a GPU, the instructions that
+a stretch of its machine code holds, grouped by the source line they come from, to see where a
+loop's instructions go and what a change removes before any device time is spent. The loops
+(backward branches) come first:
+
+    python3 bench/cuda/sass_mix.py KERNELS.cubin attention_prefill_kernelILi128ELb0ELb1E --loops
+    ... --range 0x4770-0x9020 --group attention_prefill.cu:440-580
+
+--group FILE[:FIRST-LAST] files each instruction under the innermost frame of its inlining chain
+(-lineinfo) that is in FILE (and within those lines): a lambda's or a function's line in the loop,
+not the header lines its inlined helpers come from. Compile with -lineinfo; without it every
+instruction falls under "no line". Straight-line counts: the instructions a path through the
+range executes depend on its branches (e.g. an edge-case softmax beside the interior one), so read
+the table per line. The cubin, the disassembler and --old-header are as for register_liveness.py.
+"""
+import argparse
+import collections
+import os
+import re
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import register_liveness as rl  # noqa: E402
+
+
+def address_range(text):
+    m = re.fullmatch(r'(0x[0-9a-fA-F]+|[0-9a-fA-F]+)-(0x[0-9a-fA-F]+|[0-9a-fA-F]+)', text)
+    if not m:
+        raise argparse.ArgumentTypeError(f'{text!r} is not LO-HI (hex addresses)')
+    return int(m.group(1), 16), int(m.group(2), 16)
+
+
+def group_spec(text):
+    m = re.fullmatch(r'([^:]+)(?::(\d+)-(\d+))?', text)
+    if not m:
+        raise argparse.ArgumentTypeError(f'{text!r} is not FILE or FILE:FIRST-LAST')
+    return m.group(1), int(m.group(2) or 0), int(m.group(3) or 1 << 30)
+
+
+def loops(text, by_addr):
+    """(head, branch) of every backward branch, innermost-first by length."""
+    found = []
+    for a, (_, op, _, _) in by_addr.items():
+        if op.split('.')[0] in ('BRA', 'JMP'):
+            t = rl.branch_target(text, a)
+            if t <= a:
+                found.append((t, a))
+    return sorted(found, key=lambda x: x[1] - x[0])
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    rl.add_kernel_arguments(ap)
+    ap.add_argument('--loops', action='store_true', help='the loops (backward branches) and what they hold')
+    ap.add_argument('--range', type=address_range, metavar='LO-HI', help='the instruction mix of these addresses')
+    ap.add_argument('--group', type=group_spec, metavar='FILE[:FIRST-LAST]',
+                    help='file instructions under their innermost frame in FILE (default: their innermost frame)')
+    ap.add_argument('--source', metavar='PATH', help='the grouped file, to print each line\'s text')
+    args = ap.parse_args()
+    if not args.loops and args.range is None:
+        ap.error('say --loops, --range LO-HI or both')
+    name, listing, text = rl.read_kernel(args)
+    chains = {}
+    by_addr = rl.parse(listing, text, chains)
+    print(f'{name}: {len(by_addr)} instructions')
+    if args.loops:
+        for head, branch in loops(text, by_addr):
+            body = [a for a in by_addr if head <= a <= branch]
+            ops = collections.Counter(by_addr[a][1].split('.')[0] for a in body)
+            print(f'  loop {head:#07x}-{branch:#07x}: {len(body):5d} instructions, '
+                  f'HGMMA {ops["HGMMA"]}, MUFU {ops["MUFU"]}, BAR {ops["BAR"]}, SYNCS {ops["SYNCS"]}')
+    if args.range is None:
+        return
+    lo, hi = args.range
+    source = []
+    if args.source:
+        try:
+            source = open(args.source).read().split('\n')
+        except OSError as e:
+            sys.exit(f'sass_mix: cannot read the source {args.source}: {e.strerror}')
+    groups = collections.defaultdict(collections.Counter)
+    for a in sorted(by_addr):
+        if not lo <= a <= hi:
+            continue
+        chain = chains.get(a, [])
+        if args.group:
+            file, first, last = args.group
+            frames = [f for f in chain if f[0] == file and first <= f[1] <= last]
+        else:
+            frames = chain
+        key = frames[0] if frames else ('', 0)
+        groups[key][by_addr[a][1].split('.')[0]] += 1
+    total = sum(sum(c.values()) for c in groups.values())
+    print(f'  {lo:#07x}-{hi:#07x}: {total} instructions')
+    for key in sorted(groups):
+        c = groups[key]
+        where = f'{key[0]}:{key[1]}' if key[0] else 'no line' if not args.group else 'elsewhere'
+        line = source[key[1] - 1].strip()[:56] if source and key[0] and 0 < key[1] <= len(source) else ''
+        ops = ' '.join(f'{op}' + (f' x{n}' if n > 1 else '') for op, n in c.most_common(6))
+        print(f'  {where:>28} {sum(c.values()):5d}  {line:56s}  {ops}')
+
+
+if __name__ == '__main__':
+    main()
