@@ -21,7 +21,7 @@ case "${1:-all}" in
     packages+=(
       # tests and benchmarks (chromium and libpng: the HTML report rendered and its screenshot read)
       libgtest-dev libgmock-dev libbenchmark-dev chromium libpng-dev
-      # the tests of the Python tools under bench/ (bench/cuda/register_liveness.py)
+      # the tests of the Python tools under bench/ (bench/cuda/register_liveness.py, sass_mix.py)
       python3
       # fuzzing (ci/fuzz.sh, run by .ci/run): clang with libFuzzer, its sanitizer runtimes, OpenMP
       clang-14 libfuzzer-14-dev libclang-rt-14-dev libomp-14-dev

@@ -19,8 +19,8 @@ decoded here from the binary by their register fields (destination bits 16-23, s
 for the register form, 32-39), and branch targets are decoded from every BRA's offset.
 Approximations: the operand widths of a few wide forms (IMAD.WIDE, .64 / .128 loads and stores,
 LDSM / STSM .2 / .4, CS2R, HGMMA accumulators and A fragments) are modelled; others count one
-register each. tests/cli/test_sass_tools.cpp checks the analysis on a listing written
-there.
+register each. tests/cli/test_sass_tools.cpp checks the analysis on a listing it writes.
+bench/cuda/sass_mix.py reads cubins through this file (read_kernel, parse).
 """
 import argparse
 import collections

@@ -41,7 +41,7 @@ def group_spec(text):
 
 
 def loops(text, by_addr):
-    """(head, branch) of every backward branch, innermost-first by length."""
+    """(head, branch) of every backward branch, the shortest first."""
     found = []
     for a, (_, op, _, _) in by_addr.items():
         if op.split('.')[0] in ('BRA', 'JMP'):
