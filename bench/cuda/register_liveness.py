@@ -182,6 +182,26 @@ def branch_target(text, a):
     return a + 16 + high + ((lo >> 16) & 0xff) * 4
 
 
+def branch_graph(by_addr, text):
+    """(addresses in order, index of each address, successors of each index): a branch goes to its
+    target, and on to the next instruction where it is guarded; an unguarded EXIT or RET ends a path."""
+    order = sorted(by_addr)
+    index = {a: i for i, a in enumerate(order)}
+    succ = []
+    for i, a in enumerate(order):
+        guard, op, _, _ = by_addr[a]
+        base = op.split('.')[0]
+        nxt = [i + 1] if i + 1 < len(order) else []
+        if base in ('BRA', 'JMP'):
+            t = branch_target(text, a)
+            succ.append(([index[t]] if t in index else []) + (nxt if guard else []))
+        elif base in ('EXIT', 'RET') and not guard:
+            succ.append([])
+        else:
+            succ.append(nxt)
+    return order, index, succ
+
+
 def add_kernel_arguments(ap):
     """The cubin, the kernel and the disassembler: the arguments of read_kernel."""
     ap.add_argument('cubin')
@@ -214,25 +234,15 @@ def main():
     args = ap.parse_args()
     name, listing, text = read_kernel(args)
     by_addr = parse(listing, text)
-    order = sorted(by_addr)
-    index = {a: i for i, a in enumerate(order)}
+    order, index, succ = branch_graph(by_addr, text)
     n = len(order)
-    defs, kills, uses, succ = [], [], [], []
-    for i, a in enumerate(order):
+    defs, kills, uses = [], [], []
+    for a in order:
         guard, op, operands, _ = by_addr[a]
         d, u = defs_and_uses(op, operands)
         defs.append(d)
         kills.append(0 if guard else sum(1 << r for r in set(d)))  # a guarded write may not happen
         uses.append(sum(1 << r for r in set(u)))
-        base = op.split('.')[0]
-        nxt = [i + 1] if i + 1 < n else []
-        if base in ('BRA', 'JMP'):
-            t = branch_target(text, a)
-            succ.append(([index[t]] if t in index else []) + (nxt if guard else []))
-        elif base in ('EXIT', 'RET') and not guard:
-            succ.append([])
-        else:
-            succ.append(nxt)
     live = [0] * n
     changed = True
     while changed:

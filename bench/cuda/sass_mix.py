@@ -7,14 +7,17 @@ loop's instructions go and what a change removes before any device time is spent
 (backward branches) come first:
 
     python3 bench/cuda/sass_mix.py KERNELS.cubin attention_prefill_kernelILi128ELb0ELb1E --loops
-    ... --range 0x4770-0x9020 --group attention_prefill.cu:440-580
+    ... --loop 0x4770-0x9020 --group attention_prefill.cu:440-580
 
+--loop HEAD-BRANCH takes the loop's own instructions: those on a path from its head back to its
+branch (the natural loop), not code the compiler placed inside its address range that leaves the
+loop for good (error paths, other lambdas' cold code); --range LO-HI takes every address between.
 --group FILE[:FIRST-LAST] files each instruction under the innermost frame of its inlining chain
 (-lineinfo) that is in FILE (and within those lines): a lambda's or a function's line in the loop,
 not the header lines its inlined helpers come from. Compile with -lineinfo; without it every
-instruction falls under "no line". Straight-line counts: the instructions a path through the
-range executes depend on its branches (e.g. an edge-case softmax beside the interior one), so read
-the table per line. The cubin, the disassembler and --old-header are as for register_liveness.py.
+instruction falls under "no line". Straight-line counts: the instructions one trip around the loop
+executes depend on its branches (e.g. an edge-case softmax beside the interior one), so read the
+table per line. The cubin, the disassembler and --old-header are as for register_liveness.py.
 """
 import argparse
 import collections
@@ -51,17 +54,42 @@ def loops(text, by_addr):
     return sorted(found, key=lambda x: x[1] - x[0])
 
 
+def loop_body(order, index, succ, head, branch):
+    """Addresses on a path from `head` to `branch` (its back edge): `branch` and every instruction
+    that reaches it without passing through `head`, and `head`."""
+    pred = collections.defaultdict(list)
+    for i, ss in enumerate(succ):
+        for t in ss:
+            pred[t].append(i)
+    seen, stack = {index[head], index[branch]}, [index[branch]]
+    while stack:
+        for p in pred[stack.pop()]:
+            if p not in seen:
+                seen.add(p)
+                stack.append(p)
+    return {order[i] for i in seen}
+
+
+def loops_from(text, by_addr, head):
+    """The branches of the loops whose head is `head`."""
+    return {branch for h, branch in loops(text, by_addr) if h == head}
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     rl.add_kernel_arguments(ap)
     ap.add_argument('--loops', action='store_true', help='the loops (backward branches) and what they hold')
+    ap.add_argument('--loop', type=address_range, metavar='HEAD-BRANCH',
+                    help='the instruction mix of this loop (as --loops lists it): its paths only')
     ap.add_argument('--range', type=address_range, metavar='LO-HI', help='the instruction mix of these addresses')
     ap.add_argument('--group', type=group_spec, metavar='FILE[:FIRST-LAST]',
                     help='file instructions under their innermost frame in FILE (default: their innermost frame)')
     ap.add_argument('--source', metavar='PATH', help='the grouped file, to print each line\'s text')
     args = ap.parse_args()
-    if not args.loops and args.range is None:
-        ap.error('say --loops, --range LO-HI or both')
+    if not args.loops and args.range is None and args.loop is None:
+        ap.error('say --loops, --loop HEAD-BRANCH or --range LO-HI')
+    if args.range is not None and args.loop is not None:
+        ap.error('--loop and --range are two ways to choose the instructions: say one')
     name, listing, text = rl.read_kernel(args)
     chains = {}
     by_addr = rl.parse(listing, text, chains)
@@ -72,9 +100,16 @@ def main():
             ops = collections.Counter(by_addr[a][1].split('.')[0] for a in body)
             print(f'  loop {head:#07x}-{branch:#07x}: {len(body):5d} instructions, '
                   f'HGMMA {ops["HGMMA"]}, MUFU {ops["MUFU"]}, BAR {ops["BAR"]}, SYNCS {ops["SYNCS"]}')
-    if args.range is None:
+    if args.range is None and args.loop is None:
         return
-    lo, hi = args.range
+    lo, hi = args.range or args.loop
+    if args.loop:
+        order, index, succ = rl.branch_graph(by_addr, text)
+        if lo not in index or hi not in index or hi not in loops_from(text, by_addr, lo):
+            sys.exit(f'sass_mix: no loop {lo:#x}-{hi:#x} (a backward branch at {hi:#x} to {lo:#x}: see --loops)')
+        chosen = loop_body(order, index, succ, lo, hi)
+    else:
+        chosen = {a for a in by_addr if lo <= a <= hi}
     source = []
     if args.source:
         try:
@@ -82,9 +117,7 @@ def main():
         except OSError as e:
             sys.exit(f'sass_mix: cannot read the source {args.source}: {e.strerror}')
     groups = collections.defaultdict(collections.Counter)
-    for a in sorted(by_addr):
-        if not lo <= a <= hi:
-            continue
+    for a in sorted(chosen):
         chain = chains.get(a, [])
         if args.group:
             file, first, last = args.group
@@ -94,7 +127,8 @@ def main():
         key = frames[0] if frames else ('', 0)
         groups[key][by_addr[a][1].split('.')[0]] += 1
     total = sum(sum(c.values()) for c in groups.values())
-    print(f'  {lo:#07x}-{hi:#07x}: {total} instructions')
+    within = sum(1 for a in by_addr if lo <= a <= hi)
+    print(f'  {lo:#07x}-{hi:#07x}: {total} instructions' + (f' on its paths ({within} in its range)' if args.loop else ''))
     for key in sorted(groups):
         c = groups[key]
         where = f'{key[0]}:{key[1]}' if key[0] else 'no line' if not args.group else 'elsewhere'

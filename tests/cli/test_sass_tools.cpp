@@ -29,6 +29,8 @@ using testing::write_script;
 // consumer (TRY_ALLOC) two, one of them R1, written before the split and read by the consumer only.
 // k_forms: an ldmatrix of four registers, a guarded write, a wgmma that accumulates into R16-R23
 // with its A fragment from R8-R11, 128-bit stores.
+// k_cold: a loop 0x20-0x70 whose address range holds an exit path (0x40-0x50) that leaves it for
+// good: 4 instructions on the loop's paths, 6 in its range.
 const char kListing[] = R"sass(	.headerflags	@"EF_CUDA_VIRTUAL_SM(EF_CUDA_SM90)"
 	.section	.text.k_loop,"ax",@progbits
         /*0000*/                   S2R R0, SR_TID.X ;
@@ -65,6 +67,16 @@ const char kListing[] = R"sass(	.headerflags	@"EF_CUDA_VIRTUAL_SM(EF_CUDA_SM90)"
         /*0030*/                   STS.128 [R12], R16 ;
         /*0040*/                   STS.128 [R12+0x10], R20 ;
         /*0050*/                   EXIT ;
+	.section	.text.k_cold,"ax",@progbits
+        /*0000*/                   S2R R0, SR_TID.X ;
+        /*0010*/                   MOV R1, 0x0 ;
+        /*0020*/                   ISETP.GE.AND P0, PT, R1, R0, PT ;
+        /*0030*/              @!P0 BRA 0x60 ;
+        /*0040*/                   STG.E [R2.64], R1 ;
+        /*0050*/                   EXIT ;
+        /*0060*/                   IADD3 R1, R1, 0x1, RZ ;
+        /*0070*/                   BRA 0x20 ;
+        /*0080*/                   EXIT ;
 )sass";
 
 // The low 64 bits of a BRA from `at` to `target`: the offset from the next instruction, its low
@@ -142,7 +154,11 @@ class SassTools : public ::testing::Test {
     const std::string split = text_bytes(13, {{0x30, branch_bits(0x30, 0x90, true)}});
     cubin_ = temp_path("demo.cubin");
     std::ofstream(cubin_, std::ios::binary)
-        << elf({{"k_loop", loop}, {"k_split", split}, {"k_forms", text_bytes(6, {})}}, 8);
+        << elf({{"k_loop", loop},
+                {"k_split", split},
+                {"k_forms", text_bytes(6, {})},
+                {"k_cold", text_bytes(9, {{0x30, branch_bits(0x30, 0x60, true)}, {0x70, branch_bits(0x70, 0x20, false)}})}},
+               8);
     listing_ = temp_path("demo.sass");
     std::ofstream(listing_) << kListing;
     seen_ = temp_path("nvdisasm_input");
@@ -293,13 +309,35 @@ TEST_F(SassTools, MixListsLoopsAndFilesARangeUnderItsSourceLines) {
   EXPECT_NE(innermost.out.find("no line     1"), std::string::npos) << innermost.out;
 }
 
+// --loop: the natural loop (what reaches the back edge from the head), not the exit path placed in
+// its range; --range takes the whole range.
+TEST_F(SassTools, MixTakesALoopsPathsNotItsWholeRange) {
+  const Outcome listed = mix("k_cold --loops");
+  ASSERT_EQ(listed.code, 0) << listed.err;
+  EXPECT_NE(listed.out.find("loop 0x00020-0x00070:     6 instructions"), std::string::npos) << listed.out;
+  const Outcome loop = mix("k_cold --loop 0x20-0x70");
+  ASSERT_EQ(loop.code, 0) << loop.err;
+  EXPECT_NE(loop.out.find("0x00020-0x00070: 4 instructions on its paths (6 in its range)"), std::string::npos)
+      << loop.out;
+  EXPECT_NE(loop.out.find("no line     4"), std::string::npos) << loop.out;
+  const Outcome range = mix("k_cold --range 0x20-0x70");
+  EXPECT_NE(range.out.find("0x00020-0x00070: 6 instructions\n"), std::string::npos) << range.out;
+  const Outcome none = mix("k_cold --loop 0x20-0x60");
+  EXPECT_EQ(none.code, 1);
+  EXPECT_EQ(none.err, "sass_mix: no loop 0x20-0x60 (a backward branch at 0x60 to 0x20: see --loops)\n");
+}
+
 TEST_F(SassTools, MixRefusesBadArgumentsWithOneLine) {
   const Outcome range = mix("k_loop --range 0x80");
   EXPECT_EQ(range.code, 2);
   EXPECT_NE(range.err.find("argument --range: '0x80' is not LO-HI (hex addresses)"), std::string::npos) << range.err;
   const Outcome nothing = mix("k_loop");
   EXPECT_EQ(nothing.code, 2);
-  EXPECT_NE(nothing.err.find("say --loops, --range LO-HI or both"), std::string::npos) << nothing.err;
+  EXPECT_NE(nothing.err.find("say --loops, --loop HEAD-BRANCH or --range LO-HI"), std::string::npos) << nothing.err;
+  const Outcome both = mix("k_cold --loop 0x20-0x70 --range 0x20-0x70");
+  EXPECT_EQ(both.code, 2);
+  EXPECT_NE(both.err.find("--loop and --range are two ways to choose the instructions: say one"), std::string::npos)
+      << both.err;
   const Outcome kernel = mix("k_missing --loops");
   EXPECT_EQ(kernel.code, 1);
   EXPECT_EQ(kernel.err, "sass_mix: no kernel whose name contains 'k_missing'\n");
