@@ -8,9 +8,9 @@
 //     the 128-byte swizzled layout wgmma reads; cp.async because paged blocks of 8..256 rows, a
 //     context ending inside a block and two key sources do not map onto one TMA box;
 //   - warpgroups 0 and 1 (consumers, 224 registers) own 64 rows each: S = Q K^T as wgmma
-//     m64n64k16 steps over the head dim in increasing order from +0 (Q from registers at head_dim
-//     64, from shared memory at 128; the k16 step gives the bits of mma.sync m16n8k16: the
-//     invariant matmul's tests compare the two), then the 64-row kernel's
+//     m64n64k16 steps over the head dim in increasing order from +0 (Q from registers; the k16
+//     step gives the bits of mma.sync m16n8k16: the invariant matmul's tests compare the two),
+//     then the 64-row kernel's
 //     softmax (the wgmma accumulator gives each row to a quad of lanes as mma.sync does):
 //     attend_softmax itself where a row of the warp has no key in the sub-block, elsewhere its
 //     roundings in its order without per-row branches, masking only sub-blocks where a row's
@@ -33,7 +33,9 @@
 // in pairs with both softmaxes side by side and nothing in flight under them (1.21-1.35x the time;
 // with the P V products in flight they spill at head_dim 128), the max phase under the previous
 // P V products, retiring the scores alone with wait_group 1 (1.03-1.08x), and two score buffers in
-// turn instead of the copy below (1.01-1.08x: fewer instructions, more barrier and fetch stalls).
+// turn instead of a copy of the scores out of the accumulators (1.01-1.08x: fewer instructions, more
+// barrier and fetch stalls); the scores now leave the accumulators as the exponentials' arguments
+// (interior_exp_arguments), the multiply-adds the softmax needs anyway, instead of a copy.
 // The producer's cp.async copies measured against two other forms (NOTES, 2026-12-03 ~22:10-23:15):
 // a lane per key row, 32 bytes of 16 rows per copy (1.02-1.31x the time), and bulk tensor copies:
 // 0.95-0.99x where a sub-block's 64 rows are consecutive, 1.04-1.11x as one box per 16-slot page,
@@ -53,10 +55,11 @@ namespace {
 constexpr int kConsumerThreads = 256;
 constexpr int kThreads = kConsumerThreads + 128;
 // Registers per thread after setmaxnreg: the consumers hold o (HD / 2 floats), two score buffers
-// (32 each) and P (16) besides the row state, and at head_dim 64 Q (16; none left for it at 128:
-// the build fails on any spill). The block is launched with 168 per thread
-// (__launch_bounds__(384, 1)); setmaxnreg.inc waits until the producer's setmaxnreg.dec has
-// released enough of them, so the three must add up to 3 x 168 (more would wait forever).
+// (32 each), P (16) and Q (HD / 4) besides the row state (at head_dim 128 at the limit for split
+// counts, 8 below it for a fixed split: the build fails on any spill). The block is launched with
+// 168 per thread (__launch_bounds__(384, 1)); setmaxnreg.inc waits until the producer's
+// setmaxnreg.dec has released enough of them, so the three must add up to 3 x 168 (more would
+// wait forever).
 constexpr int kLaunchRegs = 168, kProducerRegs = 56, kConsumerRegs = 224;
 static_assert(kProducerRegs + 2 * kConsumerRegs == 3 * kLaunchRegs, "setmaxnreg stays within the launch's registers");
 
@@ -260,8 +263,10 @@ __device__ __forceinline__ InteriorMax interior_max(float scale, const float (&s
   }
   return r;
 }
-// Scores of columns outside each row's key range replaced by -inf (softmax_masked).
-__device__ __forceinline__ void mask_outside_ranges(int64_t sb0, const SegRange (&rg)[2], float (&sc)[8][4]) {
+// The scores `in` with columns outside each row's key range replaced by -inf (softmax_masked), into
+// `out`.
+__device__ __forceinline__ void mask_outside_ranges(int64_t sb0, const SegRange (&rg)[2], const float (&in)[8][4],
+                                                    float (&out)[8][4]) {
   const int lane = threadIdx.x & 31;
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
@@ -271,11 +276,25 @@ __device__ __forceinline__ void mask_outside_ranges(int64_t sb0, const SegRange 
     for (int nt = 0; nt < 8; ++nt)
 #pragma unroll
       for (int e = 0; e < 2; ++e) {
-        sc[nt][2 * h + e] = softmax_masked(sc[nt][2 * h + e], nt * 8 + (lane & 3) * 2 + e, lo, hi);
+        out[nt][2 * h + e] = softmax_masked(in[nt][2 * h + e], nt * 8 + (lane & 3) * 2 + e, lo, hi);
       }
   }
 }
-// Phase 2: the exponentials in place of the scores, their sum, the row state.
+// Phase 2a, before the next sub-block's scores are issued: the exponentials' arguments
+// fma(s, scale, -mu), softmax_exp2_scaled's one rounding, from the accumulators (or the masked
+// scores) into `x`. Written where the scores leave the accumulators, so that these multiply-adds
+// are the copy that the next wgmma's issue into the accumulators needs (32 moves fewer a visit).
+__device__ __forceinline__ void interior_exp_arguments(const InteriorMax& r, const float (&sc)[8][4],
+                                                       float (&x)[8][4]) {
+#pragma unroll
+  for (int nt = 0; nt < 8; ++nt)
+#pragma unroll
+    for (int e = 0; e < 2; ++e)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) x[nt][2 * h + e] = __fmaf_rn(sc[nt][2 * h + e], r.scale, -r.mu[h]);
+}
+// Phase 2b, under the next sub-block's scores: the exponentials of the arguments in place, their
+// sum, the row state (attn_exp2 of phase 2a's values: softmax_exp2_scaled's bits).
 __device__ __forceinline__ void interior_exp_sum(const InteriorMax& r, float (&sc)[8][4], const float (&alpha)[2],
                                                  float (&m)[2], float (&l)[2], bool (&first)[2]) {
   float sum[2] = {0.0f, 0.0f};
@@ -285,7 +304,7 @@ __device__ __forceinline__ void interior_exp_sum(const InteriorMax& r, float (&s
     for (int e = 0; e < 2; ++e)
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
-        const float p = softmax_exp2_scaled(sc[nt][2 * h + e], r.scale, r.mu[h]);
+        const float p = attn_exp2(sc[nt][2 * h + e]);
         sc[nt][2 * h + e] = p;
         sum[h] = sum[h] + p;
       }
@@ -302,7 +321,7 @@ __device__ __forceinline__ void consume(const AttnParams& P, const TileInfo& t, 
   // computed from it (the shared-memory descriptors below) in uniform registers, as wgmma reads them.
   const int tid = threadIdx.x, wg = __shfl_sync(0xffffffffu, tid / 128, 0), lane = tid & 31, warp = (tid / 32) & 3;
   const uint32_t q_s = base + wg * L::kTileBytes, ring = base + L::kRing;
-  const uint64_t q_desc = smem_desc(q_s), k_desc0 = smem_desc(ring), v_desc0 = smem_desc_mn(ring + L::kTileBytes, 8192);
+  const uint64_t k_desc0 = smem_desc(ring), v_desc0 = smem_desc_mn(ring + L::kTileBytes, 8192);
   // Ring stage of sub-block number i through lane 0 too, for the descriptors.
   auto stage_of = [](int i) { return int(__shfl_sync(0xffffffffu, L::stage(i), 0)); };
 
@@ -320,29 +339,30 @@ __device__ __forceinline__ void consume(const AttnParams& P, const TileInfo& t, 
   cp_async_wait<0>();
   fence_proxy_async();
   named_barrier_sync(1 + wg, 128);
-  // Q in registers for the scores' products at head_dim 64 (mma.sync's A fragments, by ldmatrix):
-  // read from shared memory once per item instead of by every sub-block's wgmma (H200: head_dim 64
-  // over cached keys 0.96-0.998x the time in two calls, bench/cuda/NOTES.md 2026-12-04). At
-  // head_dim 128 its 32 registers do not fit beside o and the two score buffers (ptxas spills from
-  // 8 of them on, also with the producer at 40 registers and the consumers at 232). ptxas must keep
+  // Q in registers for the scores' products (mma.sync's A fragments, by ldmatrix): read from
+  // shared memory once per item instead of by every sub-block's wgmma (H200: head_dim 64 over
+  // cached keys 0.96-0.998x the time in two calls, bench/cuda/NOTES.md 2026-12-04). At head_dim 128
+  // their 32 registers fit because the row positions are not carried through the walk and sc_next
+  // is redefined at each segment's start (both below; NOTES 2026-12-04 ~23:15). ptxas must keep
   // these registers for the whole item: a form without the scores issued ahead (measured, not
   // kept) came out with them reused by the softmax after the first sub-block, wrong outputs that
   // the gpu tests caught.
-  constexpr bool kQInRegisters = HD == 64;
-  uint32_t qf[kQInRegisters ? HD / 16 : 1][4];
-  if constexpr (kQInRegisters) {
+  uint32_t qf[HD / 16][4];
 #pragma unroll
-    for (int kk = 0; kk < HD / 16; ++kk) {
-      ldmatrix_x4(qf[kk], q_s + tile_offset(warp * 16 + (lane & 15), 2 * kk + (lane >> 4)));  // as attend_score_keys
-    }
+  for (int kk = 0; kk < HD / 16; ++kk) {
+    ldmatrix_x4(qf[kk], q_s + tile_offset(warp * 16 + (lane & 15), 2 * kk + (lane >> 4)));  // as attend_score_keys
   }
 
-  int64_t pos[2];
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {
+  // The two rows' query positions (-1 beyond the tile), computed where needed (each segment's
+  // start) instead of kept in four registers through the walk: ptxas needed ~32 registers fewer at
+  // head_dim 128 for it (with sc_next's redefinition), which is Q's room.
+  bool in_tile[2];
+  auto position = [&](int h) -> int64_t {
     const int r = 64 * wg + warp * 16 + (lane >> 2) + h * 8;
-    pos[h] = r < t.nrows ? t.cached + quotient_nonneg(t.row0 + r, t.group) : -1;
-  }
+    return r < t.nrows ? t.cached + quotient_nonneg(t.row0 + r, t.group) : -1;
+  };
+#pragma unroll
+  for (int h = 0; h < 2; ++h) in_tile[h] = 64 * wg + warp * 16 + (lane >> 2) + h * 8 < t.nrows;
   float o[NTD][4];
   float tot_m[2] = {0.0f, 0.0f}, tot_l[2] = {0.0f, 0.0f}, m[2] = {0.0f, 0.0f}, l[2] = {0.0f, 0.0f};
   bool has_total[2] = {false, false}, first[2] = {true, true};  // (set again at each segment's start)
@@ -369,14 +389,10 @@ __device__ __forceinline__ void consume(const AttnParams& P, const TileInfo& t, 
   };
   // S = Q K^T of sub-block number i into sc, issued now, left in flight.
   // (Its first k16 step overwrites the accumulators: sc_next's values are never read, they are
-  // defined here once for the compiler's sake. A second buffer instead of the copy below, the
-  // sub-blocks alternating between the two, spilled at head_dim 128: the softmax cannot work in a
-  // buffer that a wgmma writes (ptxas serialises every wgmma, C7515), so it held a third.)
+  // defined at each segment's start for the compiler's sake. A second buffer instead of sc
+  // below, the sub-blocks alternating between the two, spilled at head_dim 128: the softmax cannot
+  // work in a buffer that a wgmma writes (ptxas serialises every wgmma, C7515), so it held a third.)
   float sc_next[8][4];
-#pragma unroll
-  for (int nt = 0; nt < 8; ++nt)
-#pragma unroll
-    for (int e = 0; e < 4; ++e) sc_next[nt][e] = 0.0f;
   auto issue_scores = [&](float(&sc)[8][4], int i) {
     const int s = stage_of(i);
     const uint64_t k_desc = desc_advance(k_desc0, s * L::kStageBytes);
@@ -388,16 +404,10 @@ __device__ __forceinline__ void consume(const AttnParams& P, const TileInfo& t, 
       const int kk = kPlanted ? HD / 16 - 1 - step : step;
       const uint32_t off = (kk >> 2) * 8192 + (kk & 3) * 32;
       // (a zero score's sign changes no bit: scores enter as maxima and x - m)
-      if constexpr (kQInRegisters) {
-        if (step == 0) {
-          wgmma_m64k16_rs</*kTransB=*/false, /*kAccumulate=*/false>(scf, qf[kk], desc_advance(k_desc, off));
-        } else {
-          wgmma_m64k16_rs</*kTransB=*/false>(scf, qf[kk], desc_advance(k_desc, off));
-        }
-      } else if (step == 0) {
-        wgmma_m64n64k16_overwrite(scf, desc_advance(q_desc, off), desc_advance(k_desc, off));
+      if (step == 0) {
+        wgmma_m64k16_rs</*kTransB=*/false, /*kAccumulate=*/false>(scf, qf[kk], desc_advance(k_desc, off));
       } else {
-        wgmma_m64k16<64>(scf, desc_advance(q_desc, off), desc_advance(k_desc, off));
+        wgmma_m64k16_rs</*kTransB=*/false>(scf, qf[kk], desc_advance(k_desc, off));
       }
     }
     wgmma_commit();
@@ -408,7 +418,7 @@ __device__ __forceinline__ void consume(const AttnParams& P, const TileInfo& t, 
   auto write_outputs = [&](const float(&ot)[NTD][4]) {
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
-      if (pos[h] < 0 || !has_total[h]) continue;
+      if (!in_tile[h] || !has_total[h]) continue;
       bf16* dst =
           P.out + query_row_offset(P, t.qs, g, t.group, t.row0 + 64 * wg + warp * 16 + (lane >> 2) + h * 8, HD);
       OutputRow row(tot_l[h]);
@@ -435,13 +445,22 @@ __device__ __forceinline__ void consume(const AttnParams& P, const TileInfo& t, 
       [&](int c) {
         first_segment = c == 0;
         last_segment = c == t.nseg - 1;
+        // sc_next redefined (never read: the segment's first scores overwrite it). Without this its
+        // 32 registers stay live through the previous segment's fold: the compiler does not see
+        // that a segment's last sub-block (no scores issued ahead) is followed by a first one
+        // (scores issued at its start). (Redefining it on the last sub-block's path instead made
+        // ptxas serialise every wgmma, C7515: NOTES 2026-12-04 ~23:15.)
+#pragma unroll
+        for (int nt = 0; nt < 8; ++nt)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) asm volatile("mov.b32 %0, 0;" : "=f"(sc_next[nt][e]));
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
-          // (a row beyond the tile, pos -1, gets an empty range either way)
+          // (a row beyond the tile, position -1, gets an empty range either way)
           if constexpr (kFixedSplit) {
-            rg[h] = fixed_split_range(P.split_size, pos[h] + 1, c);
+            rg[h] = fixed_split_range(P.split_size, position(h) + 1, c);
           } else {
-            rg[h] = segment_range(P, t.reads_new, t.cached, pos[h], c);
+            rg[h] = segment_range(P, t.reads_new, t.cached, position(h), c);
           }
           m[h] = l[h] = 0.0f;
           first[h] = true;
@@ -454,24 +473,27 @@ __device__ __forceinline__ void consume(const AttnParams& P, const TileInfo& t, 
       [&](int64_t sb0, bool, bool last) {
         const int s = stage_of(n);
         const uint64_t v_desc = desc_advance(v_desc0, s * L::kStageBytes);
+        // active: the row has keys in the sub-block (max(begin, sb0) < min(end, sb0 + 64)); inside:
+        // all of them. In 32 bits: key positions are below 2^31 (context_lens are int32) and
+        // ranges are >= 0, so begin - 64 and end - 64 do not wrap (half the instructions of the
+        // 64-bit compares, which take two each).
+        const int j = int(sb0);
         bool active[2], inside = true;
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
-          active[h] = max(rg[h].begin, sb0) < min(rg[h].end, sb0 + kAttnKeys);
-          inside = inside && rg[h].begin <= sb0 && rg[h].end >= sb0 + kAttnKeys;
+          const int b = int(rg[h].begin), e = int(rg[h].end);
+          active[h] = b < e && j < e && j > b - kAttnKeys;
+          inside = inside && b <= j && j <= e - kAttnKeys;
         }
         // This sub-block's scores: issued under the previous sub-block's softmax (into sc_next),
         // or now. Their wait also retires the previous P V products, whose stage is released.
         if (!scores_issued) issue_scores(sc_next, n);
         wgmma_wait<0>();
-        float sc[8][4];
+        // (The scores are read only after the wait: the compiler sees them defined here.)
 #pragma unroll
         for (int nt = 0; nt < 8; ++nt)
 #pragma unroll
-          for (int e = 0; e < 4; ++e) {
-            asm volatile("" : "+f"(sc_next[nt][e])::"memory");
-            sc[nt][e] = sc_next[nt][e];
-          }
+          for (int e = 0; e < 4; ++e) asm volatile("" : "+f"(sc_next[nt][e])::"memory");
         retire_values();
         // The next sub-block's scores (same segment) are issued once o is rescaled (ptxas serialises
         // the wgmma if o changes while they are in flight), and run under this one's exponentials.
@@ -480,14 +502,23 @@ __device__ __forceinline__ void consume(const AttnParams& P, const TileInfo& t, 
         // interior: no score of the warp is masked; every_row: each row has keys here (masked).
         const bool interior = __all_sync(0xffffffffu, inside);
         const bool every_row = interior || __all_sync(0xffffffffu, active[0] && active[1]);
-        float alpha[2];
+        // sc: the scores out of the accumulators, which the next sub-block's scores are issued
+        // into below: the exponentials' arguments (interior_exp_arguments), or a copy that
+        // attend_softmax turns into P.
+        float alpha[2], sc[8][4];
         InteriorMax r;
         if (interior) {
-          r = interior_max(P.scale, sc, alpha, m, first);
+          r = interior_max(P.scale, sc_next, alpha, m, first);
+          interior_exp_arguments(r, sc_next, sc);
         } else if (every_row) {
-          mask_outside_ranges(sb0, rg, sc);
+          mask_outside_ranges(sb0, rg, sc_next, sc);
           r = interior_max(P.scale, sc, alpha, m, first);
+          interior_exp_arguments(r, sc, sc);
         } else {
+#pragma unroll
+          for (int nt = 0; nt < 8; ++nt)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) sc[nt][e] = sc_next[nt][e];
           attend_softmax<2>(sb0, rg, active, P.scale, sc, alpha, m, l, first);
         }
         // o = o * alpha, skipped where it changes no value in the warp: alpha = 1, or the row's first
@@ -523,7 +554,7 @@ __device__ __forceinline__ void consume(const AttnParams& P, const TileInfo& t, 
         wgmma_wait<0>();
         retire_values();
         float ot[NTD][4];
-        const bool folds[2] = {pos[0] >= 0 && !first[0], pos[1] >= 0 && !first[1]};
+        const bool folds[2] = {in_tile[0] && !first[0], in_tile[1] && !first[1]};
         if (first_segment) {
           // (block-uniform) A row's first fold gives its partial itself (fold_row_partial from a -0
           // total: fma(v, 1, -0 * 0) = v, a NaN's payload aside, which no output keeps; l and m as

@@ -57,17 +57,6 @@ __device__ __forceinline__ void wgmma_m64k16<64>(float (&d)[32], uint64_t desc_a
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
       : "l"(desc_a), "l"(desc_b));
 }
-// D = A * B, m64n64k16 (scale-d = 0: the accumulators' values are not read): the first k16 step
-// of a product, where +0 written into each accumulator beforehand costs an instruction apiece. Same
-// bits as adding the step onto +0 but for the sign of a zero sum. d stays an in-out operand so that
-// the accumulators keep their registers (an output-only operand may be given others, and moving a
-// register that an asynchronous wgmma writes makes ptxas wait for it).
-__device__ __forceinline__ void wgmma_m64n64k16_overwrite(float (&d)[32], uint64_t desc_a, uint64_t desc_b) {
-  asm volatile(
-      "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, %32, %33, 0, 1, 1, 0, 0;\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
-      : "l"(desc_a), "l"(desc_b));
-}
 template <>
 __device__ __forceinline__ void wgmma_m64k16<128>(float (&d)[64], uint64_t desc_a, uint64_t desc_b) {
   asm volatile(
@@ -104,7 +93,11 @@ __device__ __forceinline__ uint64_t smem_desc_mn(uint32_t addr, uint32_t n_atom_
 // D (+)= A * B for one k16 step with A (64 x 16 bf16) from registers, in mma.sync m16n8k16's A
 // fragment layout per warp (warp w of the warpgroup holds rows 16w..16w+15), and B in shared
 // memory, K-major (smem_desc) or, kTransB, MN-major (transposed, smem_desc_mn); N = 64 or 128 by
-// d's size. kAccumulate false: scale-d = 0, as wgmma_m64n64k16_overwrite.
+// d's size. kAccumulate false: scale-d = 0 (the accumulators' values are not read): the first k16
+// step of a product, where +0 written into each accumulator beforehand costs an instruction
+// apiece; same bits as adding the step onto +0 but for the sign of a zero sum. d stays an in-out
+// operand so that the accumulators keep their registers (an output-only operand may be given
+// others, and moving a register that an asynchronous wgmma writes makes ptxas wait for it).
 template <bool kTransB, bool kAccumulate = true>
 __device__ __forceinline__ void wgmma_m64k16_rs(float (&d)[32], const uint32_t (&a)[4], uint64_t desc_b) {
   asm volatile(
