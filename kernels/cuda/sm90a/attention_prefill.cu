@@ -356,13 +356,15 @@ __device__ __forceinline__ void consume(const AttnParams& P, const TileInfo& t, 
   // The two rows' query positions (-1 beyond the tile), computed where needed (each segment's
   // start) instead of kept in four registers through the walk: ptxas needed ~32 registers fewer at
   // head_dim 128 for it (with sc_next's redefinition), which is Q's room.
+  // tile_row(h): the item's row (of up to 128) that this lane's row half h holds.
+  auto tile_row = [&](int h) { return 64 * wg + warp * 16 + (lane >> 2) + h * 8; };
   bool in_tile[2];
   auto position = [&](int h) -> int64_t {
-    const int r = 64 * wg + warp * 16 + (lane >> 2) + h * 8;
+    const int r = tile_row(h);
     return r < t.nrows ? t.cached + quotient_nonneg(t.row0 + r, t.group) : -1;
   };
 #pragma unroll
-  for (int h = 0; h < 2; ++h) in_tile[h] = 64 * wg + warp * 16 + (lane >> 2) + h * 8 < t.nrows;
+  for (int h = 0; h < 2; ++h) in_tile[h] = tile_row(h) < t.nrows;
   float o[NTD][4];
   float tot_m[2] = {0.0f, 0.0f}, tot_l[2] = {0.0f, 0.0f}, m[2] = {0.0f, 0.0f}, l[2] = {0.0f, 0.0f};
   bool has_total[2] = {false, false}, first[2] = {true, true};  // (set again at each segment's start)
@@ -420,7 +422,7 @@ __device__ __forceinline__ void consume(const AttnParams& P, const TileInfo& t, 
     for (int h = 0; h < 2; ++h) {
       if (!in_tile[h] || !has_total[h]) continue;
       bf16* dst =
-          P.out + query_row_offset(P, t.qs, g, t.group, t.row0 + 64 * wg + warp * 16 + (lane >> 2) + h * 8, HD);
+          P.out + query_row_offset(P, t.qs, g, t.group, t.row0 + tile_row(h), HD);
       OutputRow row(tot_l[h]);
 #pragma unroll
       for (int nt = 0; nt < NTD; ++nt) {
