@@ -87,16 +87,17 @@ uint64_t branch_bits(int64_t at, int64_t target, bool low_byte) {
   return (uint64_t(offset) & ((uint64_t(1) << 40) - 1)) << 24;
 }
 
-std::string text_bytes(int instructions, const std::vector<std::pair<int, uint64_t>>& words) {
-  std::string text(size_t(instructions) * 16, '\0');
-  for (const auto& [at, lo] : words)
-    for (int b = 0; b < 8; ++b) text[size_t(at + b)] = char((lo >> (8 * b)) & 0xff);
-  return text;
-}
-
+// v's bytes, little-endian, at s[at].
 template <typename T>
 void put(std::string& s, size_t at, T v) {
   for (size_t b = 0; b < sizeof(T); ++b) s[at + b] = char((uint64_t(v) >> (8 * b)) & 0xff);
+}
+
+// A .text of `instructions` zero instructions but for the given low 64 bits at given addresses.
+std::string text_bytes(int instructions, const std::vector<std::pair<int, uint64_t>>& words) {
+  std::string text(size_t(instructions) * 16, '\0');
+  for (const auto& [at, lo] : words) put<uint64_t>(text, size_t(at), lo);
+  return text;
 }
 
 // An ELF64 file of a null section, .shstrtab and the given .text.NAME sections; byte 8 of the
