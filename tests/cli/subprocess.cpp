@@ -24,8 +24,12 @@ std::string read_text(const std::string& path) {
   return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
+void write_text(const std::string& path, const std::string& text) {
+  std::ofstream(path, std::ios::binary) << text;
+}
+
 void write_script(const std::string& path, const std::string& text) {
-  std::ofstream(path) << text;
+  write_text(path, text);
   ::chmod(path.c_str(), 0755);
 }
 

@@ -29,6 +29,7 @@ Outcome run_samebits(const std::string& args);
 Outcome run_command(const std::string& command);
 std::string temp_path(const std::string& name);  // a fresh path under the temp folder
 std::string read_text(const std::string& path);  // the file's bytes; "" when it cannot be read
+void write_text(const std::string& path, const std::string& text);  // the file's bytes, replaced
 void write_script(const std::string& path, const std::string& text);  // an executable file (mode 0755)
 
 }  // namespace samebits::testing

@@ -2,7 +2,6 @@
 // patches applied to a worktree of their base commit, nothing built) on a small git repository
 // made here, its one-line errors, and the shipped probes against this repository's history.
 #include <filesystem>
-#include <fstream>
 #include <string>
 
 #include "gtest/gtest.h"
@@ -16,19 +15,15 @@ using testing::Outcome;
 using testing::read_text;
 using testing::run_command;
 using testing::temp_path;
-
-void write_file(const std::string& path, const std::string& text) {
-  std::ofstream(path, std::ios::binary) << text;
-}
+using testing::write_text;
 
 // A repository with one commit holding f.txt ("one\ntwo\nthree\n"); `base` is its commit.
 struct Repo {
   std::string dir = temp_path("probe-repo");
   std::string base;
-  Repo() {
-    if (run_command("git --version").code != 0) return;  // (the tests skip: see have_git)
+  Repo() {  // (made only where have_git(): each test skips before it otherwise)
     fs::create_directories(dir);
-    write_file(dir + "/f.txt", "one\ntwo\nthree\n");
+    write_text(dir + "/f.txt", "one\ntwo\nthree\n");
     const Outcome made = run_command("cd " + dir +
                                      " && git init -q . && git add f.txt && git -c user.name=t -c user.email=t@t "
                                      "commit -qm base && git rev-parse HEAD");
@@ -38,12 +33,12 @@ struct Repo {
   ~Repo() { fs::remove_all(dir); }
   // build.sh run from inside the repository (it finds the repository from its working directory).
   Outcome check(const std::string& patches) const {
-    return run_command("s=$(pwd); cd " + dir + " && \"$s/bench/cuda/probes/build.sh\" --check " + dir + "/out " +
-                       patches);
+    return run_command("cd " + dir + " && '" + SAMEBITS_SOURCE_DIR + "/bench/cuda/probes/build.sh' --check " + dir +
+                       "/out " + patches);
   }
   std::string patch(const std::string& name, const std::string& header, const std::string& diff) const {
     const std::string path = dir + "/" + name;
-    write_file(path, header + diff);
+    write_text(path, header + diff);
     return path;
   }
 };
@@ -103,8 +98,8 @@ TEST(ProbeBuild, BadPatchesAndArgumentsGetOneLineErrors) {
   EXPECT_EQ(read_text(r.dir + "/f.txt"), "one\ntwo\nthree\n");
 }
 
-// The probes bench/cuda/NOTES.md quotes still apply to the commits they were measured at (skipped
-// in a clone without that history).
+// The shipped probes still apply to the commits they were written against (skipped in a clone
+// without that history).
 TEST(ProbeBuild, ShippedProbesApplyToTheirBase) {
   if (!have_git()) GTEST_SKIP() << "no git on this machine";
   int checked = 0;
