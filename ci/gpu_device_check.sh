@@ -2,7 +2,8 @@
 # Runs prebuilt CUDA test and bench binaries on a GPU machine and writes logs and JSON into OUT:
 #   ci/gpu_device_check.sh BIN_DIR OUT [tests|sanitizer|bench-matmul|bench-matmul-sweep|bench-attention|all]...
 # ATTENTION_BASELINE=DIR (optional): bench-attention also runs DIR/bench_cuda_attention (an older build,
-# DIR/lib beside it) and prints both side by side. MATMUL_BASELINE=DIR: likewise for bench-matmul
+# DIR/lib beside it) and prints both side by side (bench/cuda/attention_side_by_side.py summary; its
+# `run` alternates any number of builds over several rounds). MATMUL_BASELINE=DIR: likewise for bench-matmul
 # (DIR/bench_cuda_matmul first, then this build's; bench/cuda/matmul_side_by_side.py joins the logs).
 # BIN_DIR holds gpu_tests, bench_cuda_matmul, bench_cuda_attention, samebits and lib/ (bundled shared
 # libraries, ../shared/tools/bundle-libs). Each step has its own time limit; a failing step does
@@ -62,12 +63,8 @@ if want bench-attention; then
   if [[ -n "${ATTENTION_BASELINE:-}" ]]; then
     base=$(cd "$ATTENTION_BASELINE" && pwd)
     LD_LIBRARY_PATH="$base/lib:/usr/local/cuda/lib64" run_step bench_attention_baseline 100 "$base/bench_cuda_attention"
-    for v in bench_attention_baseline bench_attention; do
-      sed -n '/^attention /,$p' "$out/$v.log" | grep -E '^(decode|prefill)' > "$out/$v.table"
-    done
-    printf '%-44s %9s %9s %7s %7s\n' case base_us us base_fr frac > "$out/attention_compare.txt"
-    awk 'NR==FNR{o[$1]=$2" "$4; next}{split(($1 in o)?o[$1]:"- -",a," "); printf "%-44s %9s %9.1f %7s %7.3f\n",$1,a[1],$2,a[2],$4}' \
-      "$out/bench_attention_baseline.table" "$out/bench_attention.table" | sort >> "$out/attention_compare.txt"
+    python3 "$(dirname "$0")/../bench/cuda/attention_side_by_side.py" summary --json "$out/attention_compare.json" \
+      "baseline=$out/bench_attention_baseline.log" "new=$out/bench_attention.log" > "$out/attention_compare.txt" 2>&1
   fi
 fi
 if want engine; then
