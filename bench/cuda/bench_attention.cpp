@@ -21,6 +21,8 @@
 // decode-items=4|16: default mode planned for that many items per unit instead of 8;
 // decode-64row-graph: the 64-row kernel forced on short contexts, graph replays;
 // launch-floor: empty kernels and a read of batch 1 x 2048's K and V bytes (launch_floor.h);
+// prefill-ceiling: the wgmma prefill's visit with only its matrix products, one block per SM
+// (prefill_ceiling.h), at head_dim 64 / 128, 64 or 128 keys a visit, 1-3 warpgroups;
 // floor = the K and V bytes read once at the measured copy bandwidth (frac_bw = floor / time).
 // Mixed: one prefill chunk of 512 or 2048 tokens (over as many cached keys) and 16 or 64 decodes
 // of 2048 or 8192 keys in one call, as the engine issues a step (mixed-graph: launches sized from
@@ -50,6 +52,7 @@
 #include "absl/strings/str_cat.h"
 #include "bench/cuda/bench_support.h"
 #include "bench/cuda/launch_floor.h"
+#include "bench/cuda/prefill_ceiling.h"
 #include "kernels/cuda/cuda_ops.h"
 
 namespace samebits::bench {
@@ -312,6 +315,34 @@ void run_floor(benchmark::State& state, int64_t bytes, int blocks, int threads, 
   gpu()->free(sink);
 }
 
+// A prefill-ceiling row (prefill_ceiling.h): one launch per call, each warpgroup 256 visits.
+// Counters as the prefill rows' (the launch's multiply-adds against the tensor-core rate).
+void run_ceiling(benchmark::State& state, const CeilingShape& shape) {
+  if (gpu() == nullptr) {
+    state.SkipWithError("no CUDA device");
+    return;
+  }
+  constexpr int kVisits = 256;
+  auto* sink = static_cast<float*>(device_alloc(4));
+  bool failed = false;
+  auto call = [&](int) { failed = failed || !launch_prefill_ceiling(nullptr, shape, kVisits, sink); };
+  const int reps = reps_for(call, 3e-3);
+  const double t = mean_time_per_call(
+      state,
+      [&] {
+        const double once = time_per_call(call, reps);
+        return failed ? -1.0 : once;
+      },
+      "launch failed (no sm_90a kernel on this device?)");
+  if (t > 0) {
+    const double flops = prefill_ceiling_flops(shape, kVisits);
+    state.counters["us"] = t * 1e6;
+    state.counters["TFLOPs"] = flops / t / 1e12;
+    state.counters["frac_tc"] = flops / kTensorPeak / t;
+  }
+  gpu()->free(sink);
+}
+
 // Registers a case timed by the case itself (manual time), 5 iterations, in microseconds.
 template <typename Fn>
 void add(const std::string& name, Fn fn) {
@@ -507,6 +538,17 @@ int main(int argc, char** argv) {
       for (int empties : {0, 1}) {
         add(absl::StrCat("launch-floor/read", empties ? "+empty" : "", "/blocks=", blocks, "/threads=", threads),
             [=](benchmark::State& st) { run_floor(st, kBatch1Bytes, blocks, threads, empties); });
+      }
+    }
+  }
+  // The products' own pace at the prefill visit's shape and beside it (prefill_ceiling.h).
+  for (int hd : {128, 64}) {
+    for (int keys : {64, 128}) {
+      for (int warpgroups : {1, 2, 3}) {
+        const CeilingShape shape{hd, keys, warpgroups};
+        if (!has_prefill_ceiling(shape)) continue;
+        add(absl::StrCat("prefill-ceiling/hd=", hd, "/keys=", keys, "/warpgroups=", warpgroups),
+            [=](benchmark::State& st) { run_ceiling(st, shape); });
       }
     }
   }

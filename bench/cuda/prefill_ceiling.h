@@ -1,0 +1,31 @@
+// The tensor-core ceiling of the wgmma prefill's visit (bench_attention.cpp's prefill-ceiling rows):
+// the visit of kernels/cuda/sm90a/attention_prefill.cu with everything but its matrix products
+// taken out. Each consumer warpgroup repeats: retire the scores of sub-block n and the P V products
+// of n - 1 (one wait for both, as the kernel), turn the scores into P (bf16, scaled: no softmax),
+// issue the scores of n + 1 (Q from registers, K from shared memory) and the P V products of n (P
+// from registers, V from shared memory). No copies (one K and V tile in shared memory, read by
+// every visit), no mbarriers, no masks, no segment folds. What it runs at is the most the visit's
+// shape can give (sub-blocks of `keys` keys, `warpgroups` of them per SM unsynchronised) before any
+// of the real kernel's other work: beside the prefill rows it splits their time between the
+// products' own pace and the rest. (Outputs are nonsense; timing only.)
+#pragma once
+
+namespace samebits::bench {
+
+struct CeilingShape {
+  int head_dim = 128;   // 64 or 128
+  int keys = 64;        // keys per visit: 64 (CUDA attention's sub-block) or 128
+  int warpgroups = 2;   // consumer warpgroups per block (one block per SM): 1, 2 or 3
+};
+
+// Whether launch_prefill_ceiling has a kernel for the shape (64 or 128 for each of head_dim and
+// keys with 1 or 2 warpgroups; 3 warpgroups at head_dim 128 with 64 keys only).
+bool has_prefill_ceiling(const CeilingShape& shape);
+// Launches one block per SM, each warpgroup `visits` visits; `sink` receives a value only if the
+// outputs fold to one that they never give (so nothing is dropped). False on a launch error or a
+// shape without a kernel.
+bool launch_prefill_ceiling(void* stream, const CeilingShape& shape, int visits, float* sink);
+// The multiply-add work of one launch in FLOP (2 per multiply-add): QK^T and PV of each visit.
+double prefill_ceiling_flops(const CeilingShape& shape, int visits);
+
+}  // namespace samebits::bench
