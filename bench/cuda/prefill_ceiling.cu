@@ -7,6 +7,7 @@
 
 #include <cstdint>
 
+#include "kernels/cuda/attention_prefill.h"
 #include "kernels/cuda/sm90a/wgmma_ops.cuh"
 #include "kernels/cuda/tensor_core.cuh"
 
@@ -17,16 +18,23 @@ namespace {
 // Shared memory of a block: K (keys x HD, as HD / 64 regions of [keys][64 values], 128-byte swizzled
 // rows: the prefill's layout) then V (the same bytes read MN-major), at least 120 KiB so that one
 // block holds an SM whatever the registers allow (as the prefill kernel's ring does).
-template <int HD, int KEYS, int WG>
+template <int HD, int KEYS, int WG, bool kCopies>
 struct CeilingLayout {
   // Q from shared memory (SS wgmma) with three warpgroups: o, the scores, P and Q's fragments do not
   // fit the 168 registers a thread has then (ptxas serialises the wgmma, C7511), so a third
   // warpgroup reads Q as FlashAttention-3 does.
   static constexpr bool kQShared = WG == 3;
   static constexpr int kTileBytes = KEYS * HD * 2;
-  static constexpr int kQBytes = kQShared ? WG * 64 * HD * 2 : 0;  // after K and V, a tile per warpgroup
-  static constexpr int kUsed = 2 * kTileBytes + kQBytes;
+  // With copies: a ring of the prefill's depth (attention_prefill.h: 4 stages at head_dim 128, 8 at
+  // 64) of K and V tiles, then its full / empty mbarriers. Without: one K and V tile, then (three
+  // warpgroups) a Q tile per warpgroup.
+  static constexpr int kStages = kCopies ? cuda::prefill_stages(HD) : 1;
+  static constexpr int kStageBytes = 2 * kTileBytes;
+  static constexpr int kQBytes = kQShared ? WG * 64 * HD * 2 : 0;
+  static constexpr int kBars = kStages * kStageBytes + kQBytes;
+  static constexpr int kUsed = kBars + (kCopies ? 16 * kStages : 0);
   static constexpr int kBytes = kUsed + 1024 > 120 * 1024 ? kUsed + 1024 : 120 * 1024;
+  static constexpr int kThreads = (WG + (kCopies ? 1 : 0)) * 128;
 };
 
 // Two small bf16 values (|x| < 1/8) from a hash of i: data of the magnitude the prefill multiplies,
@@ -42,20 +50,86 @@ __device__ __forceinline__ uint32_t small_bf16_pair(uint32_t i) {
   return lo | (hi << 16);
 }
 
-template <int HD, int KEYS, int WG>
-__global__ void __launch_bounds__(WG * 128, 1) prefill_ceiling_kernel(int visits, float* sink) {
+// The copies rung's source: K and V of kSourceKeys consecutive keys for each of 8 kv heads (16 MiB
+// at head_dim 128, as a 4096-token prefill's cache: it stays in L2 as the real one does); block b
+// reads kv head b % 8, sub-block n from key 64 n (mod kSourceKeys).
+constexpr int kSourceKeys = 4096, kSourceHeads = 8;
+
+// The producer warpgroup of the copies rung: the prefill's ring protocol (produce() in
+// attention_prefill.cu: two sub-blocks in flight, the older handed over by fence and arrive once
+// its copies have landed), with contiguous keys instead of the block table's pages.
+template <int HD, int KEYS>
+__device__ __forceinline__ void ceiling_produce(const uint16_t* k_src, const uint16_t* v_src, int visits,
+                                                uint32_t ring, uint32_t full, uint32_t empty, int stages) {
+  // Thread t copies 16-byte chunk t % CH of rows t / CH + kRowsPerPass i: one swizzled offset, the
+  // rows kRowsPerPass x 128 bytes apart (a multiple of 8 rows keeps the swizzle's row & 7).
+  constexpr int CH = HD / 8, kTile = KEYS * HD * 2, kRowsPerPass = 128 / CH, kPasses = KEYS / kRowsPerPass;
+  const int ptid = int(threadIdx.x) & 127, ch = ptid % CH, r0 = ptid / CH;
+  const uint32_t dst0 = uint32_t((ch >> 3) * KEYS * 128) + cuda::swizzled(r0, ch & 7, 8);
+  const int64_t head = int64_t(blockIdx.x % kSourceHeads) * kSourceKeys * HD + r0 * HD + ch * 8;
+  int handed = 0;
+  auto hand_over = [&] {
+    cuda::fence_proxy_async();
+    cuda::mbar_arrive(full + 8 * (handed % stages));
+    ++handed;
+  };
+#pragma unroll 1
+  for (int n = 0; n < visits; ++n) {
+    const int s = n % stages;
+    cuda::mbar_wait(empty + 8 * s, ((n / stages) & 1) ^ 1);
+    const uint32_t k_st = ring + s * 2 * kTile + dst0, v_st = k_st + kTile;
+    const int64_t at = head + int64_t(n) * KEYS % kSourceKeys * HD;
+#pragma unroll
+    for (int i = 0; i < kPasses; ++i) {
+      cuda::cp_async_16(k_st + i * kRowsPerPass * 128, k_src + at + i * kRowsPerPass * HD, true);
+      cuda::cp_async_16(v_st + i * kRowsPerPass * 128, v_src + at + i * kRowsPerPass * HD, true);
+    }
+    cuda::cp_async_commit();
+    if (n + 1 - handed == 2) {
+      cuda::cp_async_wait<1>();
+      hand_over();
+    }
+  }
+  cuda::cp_async_wait<0>();
+  while (handed < visits) hand_over();
+}
+
+template <int HD, int KEYS, int WG, bool kCopies>
+__global__ void __launch_bounds__(CeilingLayout<HD, KEYS, WG, kCopies>::kThreads, 1)
+    prefill_ceiling_kernel(int visits, const uint16_t* k_src, const uint16_t* v_src, float* sink) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  using L = CeilingLayout<HD, KEYS, WG, kCopies>;
   extern __shared__ unsigned char smem_raw[];
   const uint32_t raw = cuda::smem_addr(smem_raw), base = (raw + 1023u) & ~1023u;
-  using L = CeilingLayout<HD, KEYS, WG>;
+  const uint32_t full = base + L::kBars, empty = full + 8 * L::kStages;
   constexpr int kTile = L::kTileBytes;
-  uint32_t* words = reinterpret_cast<uint32_t*>(smem_raw + (base - raw));
-  for (int i = int(threadIdx.x); i < L::kUsed / 4; i += int(blockDim.x)) words[i] = small_bf16_pair(uint32_t(i) + blockIdx.x);
-  cuda::fence_proxy_async();  // the generic-proxy writes above, seen by wgmma
+  if constexpr (kCopies) {
+    if (threadIdx.x == 0) {
+      for (int s = 0; s < L::kStages; ++s) {
+        cuda::mbar_init(full + 8 * s, 128);
+        cuda::mbar_init(empty + 8 * s, WG * 128);
+      }
+      asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    }
+  } else {
+    uint32_t* words = reinterpret_cast<uint32_t*>(smem_raw + (base - raw));
+    for (int i = int(threadIdx.x); i < L::kBars / 4; i += int(blockDim.x)) {
+      words[i] = small_bf16_pair(uint32_t(i) + blockIdx.x);
+    }
+    cuda::fence_proxy_async();  // the generic-proxy writes above, seen by wgmma
+  }
   __syncthreads();
+  if constexpr (kCopies) {  // the prefill kernel's register split between producer and consumers
+    if (threadIdx.x >= WG * 128) {
+      asm volatile("setmaxnreg.dec.sync.aligned.u32 56;\n");
+      ceiling_produce<HD, KEYS>(k_src, v_src, visits, base, full, empty, L::kStages);
+      return;
+    }
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 224;\n");
+  }
 
   const int tid = int(threadIdx.x), wg = __shfl_sync(0xffffffffu, tid / 128, 0);
-  const uint64_t q_desc = cuda::smem_desc(base + 2 * kTile + wg * 64 * HD * 2);
+  const uint64_t q_desc = cuda::smem_desc(base + L::kStages * L::kStageBytes + wg * 64 * HD * 2);
   uint32_t qf[L::kQShared ? 1 : HD / 16][4];  // Q's A fragments, as the prefill keeps them in registers
 #pragma unroll
   for (int kk = 0; kk < (L::kQShared ? 0 : HD / 16); ++kk)
@@ -64,7 +138,9 @@ __global__ void __launch_bounds__(WG * 128, 1) prefill_ceiling_kernel(int visits
       qf[kk][i] = small_bf16_pair(uint32_t(tid * 64 + kk * 4 + i));
       asm volatile("" : "+r"(qf[kk][i]));  // (all before the first wgmma, not computed between them)
     }
-  const uint64_t k_desc = cuda::smem_desc(base), v_desc = cuda::smem_desc_mn(base + kTile, KEYS * 128);
+  const uint64_t k_desc0 = cuda::smem_desc(base), v_desc0 = cuda::smem_desc_mn(base + kTile, KEYS * 128);
+  // Ring stage of sub-block n through lane 0, so that the descriptors stay warp-uniform (as the prefill).
+  auto stage_of = [](int n) { return __shfl_sync(0xffffffffu, n % L::kStages, 0); };
   float sc[KEYS / 8][4], o[HD / 8][4];
   float(&scf)[KEYS / 2] = reinterpret_cast<float(&)[KEYS / 2]>(sc);
   float(&of)[HD / 2] = reinterpret_cast<float(&)[HD / 2]>(o);
@@ -76,8 +152,12 @@ __global__ void __launch_bounds__(WG * 128, 1) prefill_ceiling_kernel(int visits
   for (int i = 0; i < HD / 2; ++i) asm volatile("mov.b32 %0, 0;" : "=f"(of[i]));
 #pragma unroll
   for (int i = 0; i < KEYS / 2; ++i) asm volatile("mov.b32 %0, 0;" : "=f"(scf[i]));
-  // S = Q K^T over the head dim in k16 steps, left in flight (issue_scores of the prefill).
-  auto issue_scores = [&] {
+  // S = Q K^T of sub-block n over the head dim in k16 steps, left in flight (issue_scores of the
+  // prefill: with copies, once the stage is handed over).
+  auto issue_scores = [&](int n) {
+    const int s = stage_of(n);
+    const uint64_t k_desc = cuda::desc_advance(k_desc0, uint32_t(s * L::kStageBytes));
+    if constexpr (kCopies) cuda::mbar_wait(full + 8 * s, (n / L::kStages) & 1);
     cuda::wgmma_fence();
 #pragma unroll
     for (int kk = 0; kk < HD / 16; ++kk) {
@@ -92,12 +172,14 @@ __global__ void __launch_bounds__(WG * 128, 1) prefill_ceiling_kernel(int visits
     }
     cuda::wgmma_commit();
   };
-  issue_scores();
+  issue_scores(0);
   uint32_t p[KEYS / 16][4];
+#pragma unroll 1  // (one visit per iteration, as the prefill's walk; unrolled, the copies form spilled)
   for (int v = 0; v < visits; ++v) {
     cuda::wgmma_wait<0>();  // the scores of v and the products of v - 1
 #pragma unroll
     for (int i = 0; i < KEYS / 2; ++i) asm volatile("" : "+f"(scf[i])::"memory");  // (read after the wait)
+    if (kCopies && v > 0) cuda::mbar_arrive(empty + 8 * stage_of(v - 1));  // v - 1's products retired
 #pragma unroll
     for (int kk = 0; kk < KEYS / 16; ++kk) {  // P in the A fragment layout, as the prefill packs it
       p[kk][0] = cuda::pack_bf16x2(sc[2 * kk][0] * 0.0625f, sc[2 * kk][1] * 0.0625f);
@@ -105,7 +187,8 @@ __global__ void __launch_bounds__(WG * 128, 1) prefill_ceiling_kernel(int visits
       p[kk][2] = cuda::pack_bf16x2(sc[2 * kk + 1][0] * 0.0625f, sc[2 * kk + 1][1] * 0.0625f);
       p[kk][3] = cuda::pack_bf16x2(sc[2 * kk + 1][2] * 0.0625f, sc[2 * kk + 1][3] * 0.0625f);
     }
-    if (v + 1 < visits) issue_scores();
+    if (v + 1 < visits) issue_scores(v + 1);
+    const uint64_t v_desc = cuda::desc_advance(v_desc0, uint32_t(stage_of(v) * L::kStageBytes));
     cuda::wgmma_fence();
 #pragma unroll
     for (int kk = 0; kk < KEYS / 16; ++kk) {
@@ -114,11 +197,19 @@ __global__ void __launch_bounds__(WG * 128, 1) prefill_ceiling_kernel(int visits
     cuda::wgmma_commit();
   }
   cuda::wgmma_wait<0>();
+  if (kCopies) cuda::mbar_arrive(empty + 8 * stage_of(visits - 1));
   float x = 0.0f;
 #pragma unroll
   for (int i = 0; i < HD / 2; ++i) x += of[i];
   if (x == 1234.5f) *sink = x;
 #endif
+}
+
+// Fills n bf16 values with small_bf16_pair's values (the copies rung's source).
+__global__ void fill_small_bf16(uint32_t* words, int64_t n_words) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n_words; i += int64_t(gridDim.x) * blockDim.x) {
+    words[i] = small_bf16_pair(uint32_t(i));
+  }
 }
 
 int sm_count() {
@@ -133,32 +224,56 @@ int sm_count() {
   return count;
 }
 
-template <int HD, int KEYS, int WG>
+// The copies rung's K and V at head_dim hd (K, then V), made on first use and kept for the process.
+const uint16_t* copy_source(int hd) {
+  static const uint16_t* sources[2] = {nullptr, nullptr};
+  const uint16_t*& src = sources[hd == 128 ? 1 : 0];
+  if (src == nullptr) {
+    const int64_t words = int64_t(kSourceHeads) * kSourceKeys * hd;  // two tensors, two values a word
+    void* p = nullptr;
+    if (cudaMalloc(&p, size_t(words) * 4) != cudaSuccess) return nullptr;
+    fill_small_bf16<<<264, 256>>>(static_cast<uint32_t*>(p), words);
+    if (cudaDeviceSynchronize() != cudaSuccess) return nullptr;
+    src = static_cast<const uint16_t*>(p);
+  }
+  return src;
+}
+
+template <int HD, int KEYS, int WG, bool kCopies>
 bool launch(cudaStream_t stream, int visits, float* sink) {
-  auto* kernel = prefill_ceiling_kernel<HD, KEYS, WG>;
+  using L = CeilingLayout<HD, KEYS, WG, kCopies>;
+  auto* kernel = prefill_ceiling_kernel<HD, KEYS, WG, kCopies>;
   static const bool sized =
-      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, CeilingLayout<HD, KEYS, WG>::kBytes) == cudaSuccess;
+      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, L::kBytes) == cudaSuccess;
+  const uint16_t* k_src = kCopies ? copy_source(HD) : nullptr;
   const int blocks = sm_count();
-  if (!sized || blocks <= 0) return false;
-  kernel<<<blocks, WG * 128, CeilingLayout<HD, KEYS, WG>::kBytes, stream>>>(visits, sink);
+  if (!sized || blocks <= 0 || (kCopies && k_src == nullptr)) return false;
+  const uint16_t* v_src = kCopies ? k_src + int64_t(kSourceHeads) * kSourceKeys * HD : nullptr;
+  kernel<<<blocks, L::kThreads, L::kBytes, stream>>>(visits, k_src, v_src, sink);
   return cudaGetLastError() == cudaSuccess;
 }
 
-// The shapes with a kernel: 64 or 128 for each of head_dim and keys with 1 or 2 warpgroups, and three
-// warpgroups at the prefill's own shape, head_dim 128 with 64 keys (o, scores, P and Q in 168
-// registers a thread: the question the real kernel's registers could not answer).
+// The shapes with a kernel: 64 or 128 for each of head_dim and keys with 1 or 2 warpgroups; three
+// warpgroups at the prefill's own shape, head_dim 128 with 64 keys (the question the real kernel's
+// registers could not answer); the copies rung at the prefill's shapes, 64 keys and 2 warpgroups.
 struct Kernel {
-  int head_dim, keys, warpgroups;
+  CeilingShape shape;
   bool (*launch)(cudaStream_t, int, float*);
 };
 constexpr Kernel kKernels[] = {
-    {128, 64, 1, launch<128, 64, 1>},  {128, 64, 2, launch<128, 64, 2>}, {128, 64, 3, launch<128, 64, 3>},
-    {128, 128, 1, launch<128, 128, 1>}, {128, 128, 2, launch<128, 128, 2>}, {64, 64, 1, launch<64, 64, 1>},
-    {64, 64, 2, launch<64, 64, 2>},    {64, 128, 1, launch<64, 128, 1>},   {64, 128, 2, launch<64, 128, 2>},
+    {{128, 64, 1}, launch<128, 64, 1, false>},  {{128, 64, 2}, launch<128, 64, 2, false>},
+    {{128, 64, 3}, launch<128, 64, 3, false>},  {{128, 128, 1}, launch<128, 128, 1, false>},
+    {{128, 128, 2}, launch<128, 128, 2, false>}, {{64, 64, 1}, launch<64, 64, 1, false>},
+    {{64, 64, 2}, launch<64, 64, 2, false>},    {{64, 128, 1}, launch<64, 128, 1, false>},
+    {{64, 128, 2}, launch<64, 128, 2, false>},  {{128, 64, 2, true}, launch<128, 64, 2, true>},
+    {{64, 64, 2, true}, launch<64, 64, 2, true>},
 };
 const Kernel* find_kernel(const CeilingShape& s) {
   for (const Kernel& k : kKernels) {
-    if (k.head_dim == s.head_dim && k.keys == s.keys && k.warpgroups == s.warpgroups) return &k;
+    const CeilingShape& t = k.shape;
+    if (t.head_dim == s.head_dim && t.keys == s.keys && t.warpgroups == s.warpgroups && t.copies == s.copies) {
+      return &k;
+    }
   }
   return nullptr;
 }

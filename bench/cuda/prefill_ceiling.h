@@ -16,10 +16,14 @@ struct CeilingShape {
   int head_dim = 128;   // 64 or 128
   int keys = 64;        // keys per visit: 64 (CUDA attention's sub-block) or 128
   int warpgroups = 2;   // consumer warpgroups per block (one block per SM): 1, 2 or 3
+  // The copies rung: K and V copied into the prefill's ring each visit by a producer warpgroup
+  // (cp.async, full / empty mbarriers, its register split) from a 4096-key cache per kv head.
+  bool copies = false;
 };
 
 // Whether launch_prefill_ceiling has a kernel for the shape (64 or 128 for each of head_dim and
-// keys with 1 or 2 warpgroups; 3 warpgroups at head_dim 128 with 64 keys only).
+// keys with 1 or 2 warpgroups; 3 warpgroups at head_dim 128 with 64 keys only; copies with 64 keys
+// and 2 warpgroups only).
 bool has_prefill_ceiling(const CeilingShape& shape);
 // Launches one block per SM, each warpgroup `visits` visits; `sink` receives a value only if the
 // outputs fold to one that they never give (so nothing is dropped). False on a launch error or a
