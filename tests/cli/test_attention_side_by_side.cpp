@@ -141,6 +141,30 @@ TEST(AttentionSideBySide, SummaryOfGivenLogsTakesANamesRunsTogether) {
   fs::remove_all(dir);
 }
 
+// ci/gpu_device_check.sh's bench-attention step with ATTENTION_BASELINE compares the two builds
+// through the tool's summary (its results.tgz holds attention_compare.txt and .json).
+TEST(AttentionSideBySide, DeviceCheckComparesWithTheBaselineBuild) {
+  if (!have_python() || run_command("command -v tar").code != 0) GTEST_SKIP() << "no python3 or tar here";
+  Builds b;
+  b.add("old", table(40, 400, 50), table(40, 400, 50));
+  b.add("new", table(20, 800, 50), table(20, 800, 50));
+  const std::string out = b.dir + "/out";
+  const Outcome r = run_command("ATTENTION_BASELINE=" + b.dir + "/old ci/gpu_device_check.sh " + b.dir + "/new " +
+                                out + " bench-attention");
+  EXPECT_EQ(r.code, 0) << r.err;
+  ASSERT_EQ(run_command("mkdir " + out + "/x && tar -xzf " + out + "/results.tgz -C " + out + "/x").code, 0);
+  const std::string compare = squeeze(read_text(out + "/x/attention_compare.txt"));
+  // 20 / 40 and 800 / 400: 1.000 over the group, the rows 0.500 and 2.000.
+  EXPECT_NE(compare.find("time / baseline's time"), std::string::npos) << compare;
+  EXPECT_NE(compare.find("prefill/invariant 1.000 (2)"), std::string::npos) << compare;
+  EXPECT_NE(compare.find("40.0 0.250 20.0 0.250 (0.500)"), std::string::npos) << compare;
+  EXPECT_NE(read_text(out + "/x/attention_compare.json").find("\"baseline\": \"baseline\""), std::string::npos);
+  // This build's bench, then the baseline's with its own libraries first.
+  const std::string order = read_text(b.order);
+  EXPECT_EQ(order.rfind("new --benchmark_out=", 0), 0u) << order;
+  EXPECT_NE(order.find("\nold  " + b.dir + "/old/lib:"), std::string::npos) << order;
+}
+
 TEST(AttentionSideBySide, BadArgumentsAreOneLineErrorsAndRunNothing) {
   if (!have_python()) GTEST_SKIP() << "no python3 on this machine";
   Builds b;
