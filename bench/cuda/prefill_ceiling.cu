@@ -1,6 +1,8 @@
 // Kernels of the prefill-ceiling rows (prefill_ceiling.h): the wgmma prefill's visit with only its
 // matrix products, in the order attention_prefill.cu issues them, on one K / V tile that stays in
-// shared memory. Built for sm_90a only (wgmma); elsewhere the launcher reports no kernel.
+// shared memory, or (the copies rung) on K and V copied through the prefill's ring by a producer
+// warpgroup. Timing only: no reference, nonsense outputs. Built for sm_90a only (wgmma); elsewhere
+// the launch fails and the rows report it.
 #include "bench/cuda/prefill_ceiling.h"
 
 #include <cuda_runtime.h>
@@ -14,10 +16,9 @@
 namespace samebits::bench {
 namespace {
 
-
 // Shared memory of a block: K (keys x HD, as HD / 64 regions of [keys][64 values], 128-byte swizzled
-// rows: the prefill's layout) then V (the same bytes read MN-major), at least 120 KiB so that one
-// block holds an SM whatever the registers allow (as the prefill kernel's ring does).
+// rows: the prefill's layout) then V (the same bytes read MN-major), or a ring of such pairs; at
+// least 120 KiB so that one block holds an SM whatever the registers allow (as the prefill's ring).
 template <int HD, int KEYS, int WG, bool kCopies>
 struct CeilingLayout {
   // Q from shared memory (SS wgmma) with three warpgroups: o, the scores, P and Q's fragments do not
