@@ -51,9 +51,9 @@ __device__ __forceinline__ uint32_t small_bf16_pair(uint32_t i) {
   return lo | (hi << 16);
 }
 
-// The copies rung's source: K and V of kSourceKeys consecutive keys for each of 8 kv heads (16 MiB
-// at head_dim 128, as a 4096-token prefill's cache: it stays in L2 as the real one does); block b
-// reads kv head b % 8, sub-block n from key 64 n (mod kSourceKeys).
+// The copies rung's source: K and V of kSourceKeys tokens x 8 kv heads, laid out as a prefill step's
+// own keys ([token][kv head][head_dim], what a fresh prefill reads: 16 MiB at head_dim 128, in L2 as
+// the real ones are); block b reads kv head b % 8, sub-block n from token 64 n (mod kSourceKeys).
 constexpr int kSourceKeys = 4096, kSourceHeads = 8;
 
 // The producer warpgroup of the copies rung: the prefill's ring protocol (produce() in
@@ -67,7 +67,8 @@ __device__ __forceinline__ void ceiling_produce(const uint16_t* k_src, const uin
   constexpr int CH = HD / 8, kTile = KEYS * HD * 2, kRowsPerPass = 128 / CH, kPasses = KEYS / kRowsPerPass;
   const int ptid = int(threadIdx.x) & 127, ch = ptid % CH, r0 = ptid / CH;
   const uint32_t dst0 = uint32_t((ch >> 3) * KEYS * 128) + cuda::swizzled(r0, ch & 7, 8);
-  const int64_t head = int64_t(blockIdx.x % kSourceHeads) * kSourceKeys * HD + r0 * HD + ch * 8;
+  constexpr int64_t kRow = int64_t(kSourceHeads) * HD;  // one token's keys of all kv heads
+  const int64_t head = int64_t(blockIdx.x % kSourceHeads) * HD + r0 * kRow + ch * 8;
   int handed = 0;
   auto hand_over = [&] {
     cuda::fence_proxy_async();
@@ -79,11 +80,11 @@ __device__ __forceinline__ void ceiling_produce(const uint16_t* k_src, const uin
     const int s = n % stages;
     cuda::mbar_wait(empty + 8 * s, ((n / stages) & 1) ^ 1);
     const uint32_t k_st = ring + s * 2 * kTile + dst0, v_st = k_st + kTile;
-    const int64_t at = head + int64_t(n) * KEYS % kSourceKeys * HD;
+    const int64_t at = head + int64_t(n) * KEYS % kSourceKeys * kRow;
 #pragma unroll
     for (int i = 0; i < kPasses; ++i) {
-      cuda::cp_async_16(k_st + i * kRowsPerPass * 128, k_src + at + i * kRowsPerPass * HD, true);
-      cuda::cp_async_16(v_st + i * kRowsPerPass * 128, v_src + at + i * kRowsPerPass * HD, true);
+      cuda::cp_async_16(k_st + i * kRowsPerPass * 128, k_src + at + i * kRowsPerPass * kRow, true);
+      cuda::cp_async_16(v_st + i * kRowsPerPass * 128, v_src + at + i * kRowsPerPass * kRow, true);
     }
     cuda::cp_async_commit();
     if (n + 1 - handed == 2) {

@@ -17,7 +17,8 @@ struct CeilingShape {
   int keys = 64;        // keys per visit: 64 (CUDA attention's sub-block) or 128
   int warpgroups = 2;   // consumer warpgroups per block (one block per SM): 1, 2 or 3
   // The copies rung: K and V copied into the prefill's ring each visit by a producer warpgroup
-  // (cp.async, full / empty mbarriers, its register split) from a 4096-key cache per kv head.
+  // (cp.async, full / empty mbarriers, its register split) from 4096 tokens' keys laid out as a
+  // fresh prefill's own ([token][kv head][head_dim]).
   bool copies = false;
 };
 
