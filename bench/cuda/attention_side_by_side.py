@@ -127,6 +127,14 @@ def summarise(builds):
     return summary, "\n".join(lines) + "\n"
 
 
+def write(path, text):
+    try:
+        with open(path, "w") as f:
+            f.write(text)
+    except OSError as e:
+        fail(f"{path}: cannot write ({e.strerror})")
+
+
 def describe(rc):
     if rc is None:
         return "log given"
@@ -160,7 +168,10 @@ def run(args):
         if not (os.path.isfile(bench) and os.access(bench, os.X_OK)):
             fail(f"{bench}: no executable {BENCH} (build {name})")
         builds.append((name, os.path.abspath(folder)))
-    os.makedirs(args.out, exist_ok=True)
+    try:
+        os.makedirs(args.out, exist_ok=True)
+    except OSError as e:
+        fail(f"{args.out}: cannot make the output folder ({e.strerror})")
     runs = {n: [] for n, _ in builds}
     for k in range(1, args.rounds + 1):
         for name, folder in builds:
@@ -181,10 +192,8 @@ def run(args):
             runs[name].append({"log": log, "rc": rc})
             print(f"{TOOL}: {name} round {k}: {describe(rc)}", file=sys.stderr)
     summary, text = summarise([(n, runs[n]) for n, _ in builds])
-    with open(os.path.join(args.out, "summary.json"), "w") as f:
-        json.dump(summary, f, indent=1)
-    with open(os.path.join(args.out, "summary.txt"), "w") as f:
-        f.write(text)
+    write(os.path.join(args.out, "summary.json"), json.dumps(summary, indent=1))
+    write(os.path.join(args.out, "summary.txt"), text)
     sys.stdout.write(text)
     return summary
 
@@ -201,8 +210,7 @@ def given(args):
             builds.append((name, [{"log": log, "rc": None}]))
     summary, text = summarise(builds)
     if args.json:
-        with open(args.json, "w") as f:
-            json.dump(summary, f, indent=1)
+        write(args.json, json.dumps(summary, indent=1))
     sys.stdout.write(text)
     return summary
 

@@ -189,6 +189,10 @@ TEST(AttentionSideBySide, BadArgumentsAreOneLineErrorsAndRunNothing) {
     EXPECT_FALSE(fs::exists(out)) << c.args;
   }
   EXPECT_FALSE(fs::exists(b.order));  // no bench started
+  const Outcome unwritable = b.run("/proc/no-such-folder " + a);
+  EXPECT_EQ(unwritable.code, 2);
+  EXPECT_EQ(unwritable.err.find("attention_side_by_side: /proc/no-such-folder: cannot make the output folder"), 0u)
+      << unwritable.err;
   const Outcome missing = run_command(std::string(kTool) + " summary a=" + b.dir + "/none.log");
   EXPECT_EQ(missing.code, 2);
   EXPECT_EQ(missing.err, "attention_side_by_side: " + b.dir + "/none.log: cannot read the log (No such file or directory)\n");
