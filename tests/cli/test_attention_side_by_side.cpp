@@ -36,8 +36,9 @@ std::string table(double chunk1024, double chunk4096, double hd64) {
   return text;
 }
 
-// A folder of stand-in builds; each bench appends "NAME ARGS LD_LIBRARY_PATH" to `order` and
-// prints round k's table (k counted in its own file), or does what `round_script[k]` says.
+// A folder of stand-in builds; each bench appends "NAME ARGS LD_LIBRARY_PATH" to `order`, counts
+// its runs k in a file of its own, sources roundK.sh where round_script wrote one (to fail or
+// hang), then prints round k's table.
 struct Builds {
   std::string dir = temp_path("side-by-side");
   std::string order = dir + "/order";
