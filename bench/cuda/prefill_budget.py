@@ -12,11 +12,11 @@ fraction of the dense bf16 tensor-core rate.
 
 Defaults: the bench's `prefill/MODE/chunk=1024` (Qwen3-8B heads, head_dim 128) on an H200 (132
 SMs, 989 TFLOP/s), target 0.5, 5 us of fixed time (launch, set-up, tail). Visits are counted by key
-range only (invariant mode's segment ends add none: a segment is whole sub-blocks).
+range only: invariant mode's segment ends add none (a segment is whole sub-blocks); default mode's
+split between cached and new keys adds one where --cached is not a multiple of 64.
 """
 import argparse
 import heapq
-import math
 import sys
 
 TILE_ROWS, SUB_BLOCK, WARPGROUP_ROWS = 128, 64, 64
