@@ -324,9 +324,10 @@ void run_ceiling(benchmark::State& state, const CeilingShape& shape) {
     return;
   }
   constexpr int kVisits = 256;
+  const int blocks = gpu()->device.sm_count;
   auto* sink = static_cast<float*>(device_alloc(4));
   bool failed = false;
-  auto call = [&](int) { failed = failed || !launch_prefill_ceiling(nullptr, shape, kVisits, sink); };
+  auto call = [&](int) { failed = failed || !launch_prefill_ceiling(nullptr, shape, blocks, kVisits, sink); };
   const int reps = reps_for(call, 3e-3);
   const double t = mean_time_per_call(
       state,
@@ -336,7 +337,7 @@ void run_ceiling(benchmark::State& state, const CeilingShape& shape) {
       },
       "launch failed (no sm_90a kernel on this device?)");
   if (t > 0) {
-    const double flops = prefill_ceiling_flops(shape, kVisits);
+    const double flops = prefill_ceiling_flops(shape, blocks, kVisits);
     state.counters["us"] = t * 1e6;
     state.counters["TFLOPs"] = flops / t / 1e12;
     state.counters["frac_tc"] = flops / kTensorPeak / t;

@@ -10,8 +10,10 @@
 #include <cstdint>
 
 #include "kernels/cuda/attention_prefill.h"
+#include "kernels/cuda/cuda_ops.h"
 #include "kernels/cuda/sm90a/wgmma_ops.cuh"
 #include "kernels/cuda/tensor_core.cuh"
+#include "kernels/fixed_math.h"
 
 namespace samebits::bench {
 namespace {
@@ -38,17 +40,13 @@ struct CeilingLayout {
   static constexpr int kThreads = (WG + (kCopies ? 1 : 0)) * 128;
 };
 
-// Two small bf16 values (|x| < 1/8) from a hash of i: data of the magnitude the prefill multiplies,
-// since the tensor cores' power, and so the clock under the power cap, depends on the bits.
+// Two bf16 values in (-1/8, 1/8) at counter i of the synthetic weights' generator (splitmix64_at,
+// as cuda_fill_synthetic): data of the magnitude the prefill multiplies, since the tensor cores'
+// power, and so the clock under the power cap, depends on the bits.
+constexpr uint64_t kDataKey = 0x5eed;
 __device__ __forceinline__ uint32_t small_bf16_pair(uint32_t i) {
-  i *= 0x9e3779b9u;
-  i ^= i >> 15;
-  i *= 0x85ebca6bu;
-  i ^= i >> 13;
-  // sign, exponent 121..124 (2^-6..2^-3), 7 mantissa bits; for each half
-  const uint32_t lo = ((i & 1u) << 15) | ((121u + ((i >> 1) & 3u)) << 7) | ((i >> 3) & 0x7fu);
-  const uint32_t hi = (((i >> 10) & 1u) << 15) | ((121u + ((i >> 11) & 3u)) << 7) | ((i >> 13) & 0x7fu);
-  return lo | (hi << 16);
+  const uint64_t z = splitmix64_at(kDataKey, i);
+  return cuda::pack_bf16x2(float(int32_t(uint32_t(z))) * 0x1p-34f, float(int32_t(uint32_t(z >> 32))) * 0x1p-34f);
 }
 
 // The copies rung's source: K and V of kSourceKeys tokens x 8 kv heads, laid out as a prefill step's
@@ -207,25 +205,6 @@ __global__ void __launch_bounds__(CeilingLayout<HD, KEYS, WG, kCopies>::kThreads
 #endif
 }
 
-// Fills n bf16 values with small_bf16_pair's values (the copies rung's source).
-__global__ void fill_small_bf16(uint32_t* words, int64_t n_words) {
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n_words; i += int64_t(gridDim.x) * blockDim.x) {
-    words[i] = small_bf16_pair(uint32_t(i));
-  }
-}
-
-int sm_count() {
-  static int count = [] {
-    int device = 0, n = 0;
-    if (cudaGetDevice(&device) != cudaSuccess ||
-        cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, device) != cudaSuccess) {
-      return 0;
-    }
-    return n;
-  }();
-  return count;
-}
-
 // The copies rung's K and V at head_dim hd (K, then V), made on first use and kept for the process.
 const uint16_t* copy_source(int hd) {
   static const uint16_t* sources[2] = {nullptr, nullptr};
@@ -234,22 +213,22 @@ const uint16_t* copy_source(int hd) {
     const int64_t words = int64_t(kSourceHeads) * kSourceKeys * hd;  // two tensors, two values a word
     void* p = nullptr;
     if (cudaMalloc(&p, size_t(words) * 4) != cudaSuccess) return nullptr;
-    fill_small_bf16<<<264, 256>>>(static_cast<uint32_t*>(p), words);
-    if (cudaDeviceSynchronize() != cudaSuccess) return nullptr;
+    if (!cuda_fill_synthetic(p, 2 * words, kDataKey, 0.125f, 0.0f).ok() || cudaDeviceSynchronize() != cudaSuccess) {
+      return nullptr;
+    }
     src = static_cast<const uint16_t*>(p);
   }
   return src;
 }
 
 template <int HD, int KEYS, int WG, bool kCopies>
-bool launch(cudaStream_t stream, int visits, float* sink) {
+bool launch(cudaStream_t stream, int blocks, int visits, float* sink) {
   using L = CeilingLayout<HD, KEYS, WG, kCopies>;
   auto* kernel = prefill_ceiling_kernel<HD, KEYS, WG, kCopies>;
   static const bool sized =
       cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, L::kBytes) == cudaSuccess;
   const uint16_t* k_src = kCopies ? copy_source(HD) : nullptr;
-  const int blocks = sm_count();
-  if (!sized || blocks <= 0 || (kCopies && k_src == nullptr)) return false;
+  if (!sized || (kCopies && k_src == nullptr)) return false;
   const uint16_t* v_src = kCopies ? k_src + int64_t(kSourceHeads) * kSourceKeys * HD : nullptr;
   kernel<<<blocks, L::kThreads, L::kBytes, stream>>>(visits, k_src, v_src, sink);
   return cudaGetLastError() == cudaSuccess;
@@ -260,7 +239,7 @@ bool launch(cudaStream_t stream, int visits, float* sink) {
 // registers could not answer); the copies rung at the prefill's shapes, 64 keys and 2 warpgroups.
 struct Kernel {
   CeilingShape shape;
-  bool (*launch)(cudaStream_t, int, float*);
+  bool (*launch)(cudaStream_t, int, int, float*);
 };
 constexpr Kernel kKernels[] = {
     {{128, 64, 1}, launch<128, 64, 1, false>},  {{128, 64, 2}, launch<128, 64, 2, false>},
@@ -284,14 +263,14 @@ const Kernel* find_kernel(const CeilingShape& s) {
 
 bool has_prefill_ceiling(const CeilingShape& shape) { return find_kernel(shape) != nullptr; }
 
-bool launch_prefill_ceiling(void* stream, const CeilingShape& shape, int visits, float* sink) {
+bool launch_prefill_ceiling(void* stream, const CeilingShape& shape, int blocks, int visits, float* sink) {
   const Kernel* k = find_kernel(shape);
-  return k != nullptr && visits > 0 && k->launch(static_cast<cudaStream_t>(stream), visits, sink);
+  return k != nullptr && blocks > 0 && visits > 0 && k->launch(static_cast<cudaStream_t>(stream), blocks, visits, sink);
 }
 
-double prefill_ceiling_flops(const CeilingShape& s, int visits) {
+double prefill_ceiling_flops(const CeilingShape& s, int blocks, int visits) {
   // per warpgroup and visit: 64 rows x keys x head_dim multiply-adds for each of QK^T and PV
-  return double(sm_count()) * s.warpgroups * visits * 2.0 * (2.0 * 64 * s.keys * s.head_dim);
+  return double(blocks) * s.warpgroups * visits * 2.0 * (2.0 * 64 * s.keys * s.head_dim);
 }
 
 }  // namespace samebits::bench

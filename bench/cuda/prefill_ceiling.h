@@ -26,11 +26,11 @@ struct CeilingShape {
 // keys with 1 or 2 warpgroups; 3 warpgroups at head_dim 128 with 64 keys only; copies with 64 keys
 // and 2 warpgroups only).
 bool has_prefill_ceiling(const CeilingShape& shape);
-// Launches one block per SM, each warpgroup `visits` visits; `sink` receives a value only if the
-// outputs fold to one that they never give (so nothing is dropped). False on a launch error or a
-// shape without a kernel.
-bool launch_prefill_ceiling(void* stream, const CeilingShape& shape, int visits, float* sink);
+// Launches `blocks` blocks (the SM count: one block holds an SM), each warpgroup `visits` visits;
+// `sink` receives a value only if the outputs fold to one that they never give (so nothing is
+// dropped). False on a launch error or a shape without a kernel.
+bool launch_prefill_ceiling(void* stream, const CeilingShape& shape, int blocks, int visits, float* sink);
 // The multiply-add work of one launch in FLOP (2 per multiply-add): QK^T and PV of each visit.
-double prefill_ceiling_flops(const CeilingShape& shape, int visits);
+double prefill_ceiling_flops(const CeilingShape& shape, int blocks, int visits);
 
 }  // namespace samebits::bench
