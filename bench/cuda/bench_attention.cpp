@@ -44,6 +44,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <functional>
 #include <initializer_list>
 #include <map>
 #include <memory>
@@ -162,6 +163,22 @@ struct How {
   int units = kDefaultParallelUnits;  // the planner's parallel units (default mode's split count)
 };
 
+// Seconds per call of fn(stream, i), as the case's iterations (mean_time_per_call): reps for ~3 ms
+// a batch, each batch launched on the default stream or (graph) replayed as one CUDA graph
+// (bench_support.h); a batch after which `failed` is set ends the case with `error` (negative).
+double time_calls(benchmark::State& state, const std::function<void(void*, int)>& fn, bool graph, const bool& failed,
+                  const char* error) {
+  auto on_default = [&](int i) { fn(nullptr, i); };
+  const int reps = reps_for(on_default, 3e-3);
+  return mean_time_per_call(
+      state,
+      [&] {
+        const double once = graph ? time_per_call_graph(fn, reps) : time_per_call(on_default, reps);
+        return failed ? -1.0 : once;
+      },
+      error);
+}
+
 // Times attention over batch b. Counters: us; GBs and frac_bw (the K and V bytes of every
 // sequence's keys read once, at the measured copy bandwidth); where a sequence computes more than
 // one query, also TFLOPs and frac_tc (QK^T and PV at the dense bf16 rate) and frac (the larger
@@ -202,20 +219,12 @@ void measure(benchmark::State& state, Mode mode, Batch& batch, int hd, const How
   auto attend = [&](const ExecContext& c) {
     return route == AttentionRoute::kAuto ? gpu()->attention(c, a) : cuda_attention_routed(c, a, route);
   };
-  auto call = [&](int) { failed = failed || !attend(ctx).ok(); };
   auto call_on = [&](void* stream, int) {
     ExecContext on = ctx;
     on.stream = stream;
     failed = failed || !attend(on).ok();
   };
-  const int reps = reps_for(call, 3e-3);
-  const double t = mean_time_per_call(
-      state,
-      [&] {
-        const double once = how.graph ? time_per_call_graph(call_on, reps) : time_per_call(call, reps);
-        return failed ? -1.0 : once;
-      },
-      "attention failed");
+  const double t = time_calls(state, call_on, how.graph, failed, "attention failed");
   if (t <= 0) return;
   state.counters["us"] = t * 1e6;
   double keys = 0, pairs = 0;
@@ -298,14 +307,7 @@ void run_floor(benchmark::State& state, int64_t bytes, int blocks, int threads, 
     if (blocks > 0) failed = failed || !launch_read(stream, src, bytes, blocks, threads, sink);
     for (int i = 0; i < empties; ++i) failed = failed || !launch_empty(stream);
   };
-  const int reps = reps_for([&](int i) { call_on(nullptr, i); }, 3e-3);
-  const double t = mean_time_per_call(
-      state,
-      [&] {
-        const double once = time_per_call_graph(call_on, reps);
-        return failed ? -1.0 : once;
-      },
-      "launch failed");
+  const double t = time_calls(state, call_on, /*graph=*/true, failed, "launch failed");
   if (t > 0) {
     const double read = blocks > 0 ? double(bytes) : 0.0;
     state.counters["us"] = t * 1e6;
@@ -327,15 +329,11 @@ void run_ceiling(benchmark::State& state, const CeilingShape& shape) {
   const int blocks = gpu()->device.sm_count;
   auto* sink = static_cast<float*>(device_alloc(4));
   bool failed = false;
-  auto call = [&](int) { failed = failed || !launch_prefill_ceiling(nullptr, shape, blocks, kVisits, sink); };
-  const int reps = reps_for(call, 3e-3);
-  const double t = mean_time_per_call(
-      state,
-      [&] {
-        const double once = time_per_call(call, reps);
-        return failed ? -1.0 : once;
-      },
-      "launch failed (no sm_90a kernel on this device?)");
+  auto call_on = [&](void* stream, int) {
+    failed = failed || !launch_prefill_ceiling(stream, shape, blocks, kVisits, sink);
+  };
+  const double t =
+      time_calls(state, call_on, /*graph=*/false, failed, "launch failed (no sm_90a kernel on this device?)");
   if (t > 0) {
     const double flops = prefill_ceiling_flops(shape, blocks, kVisits);
     state.counters["us"] = t * 1e6;
