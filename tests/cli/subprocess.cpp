@@ -69,4 +69,6 @@ Outcome run_command(const std::string& command) {
   return o;
 }
 
+bool have_program(const std::string& name) { return run_command("command -v '" + name + "'").code == 0; }
+
 }  // namespace samebits::testing

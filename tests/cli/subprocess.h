@@ -27,6 +27,8 @@ struct Outcome {
 Outcome run_samebits(const std::string& args);
 // `command` run by the shell in the source tree, stdin empty.
 Outcome run_command(const std::string& command);
+// Whether the shell finds a program of that name (`command -v`): tests of scripts skip without it.
+bool have_program(const std::string& name);
 std::string temp_path(const std::string& name);  // a fresh path under the temp folder
 std::string read_text(const std::string& path);  // the file's bytes; "" when it cannot be read
 void write_text(const std::string& path, const std::string& text);  // the file's bytes, replaced

@@ -14,6 +14,7 @@ namespace samebits {
 namespace {
 
 namespace fs = std::filesystem;
+using testing::have_program;
 using testing::Outcome;
 using testing::read_text;
 using testing::run_command;
@@ -61,8 +62,6 @@ struct Builds {
   Outcome run(const std::string& args) const { return run_command(std::string(kTool) + " run " + args); }
 };
 
-bool have_python() { return run_command("command -v python3").code == 0; }
-
 // The text with each run of spaces as one space: the tables' column widths are not under test.
 std::string squeeze(const std::string& text) {
   std::string out;
@@ -73,7 +72,7 @@ std::string squeeze(const std::string& text) {
 }
 
 TEST(AttentionSideBySide, RunsTheBuildsInTurnAndComparesEachRowsBestTime) {
-  if (!have_python()) GTEST_SKIP() << "no python3 on this machine";
+  if (!have_program("python3")) GTEST_SKIP() << "no python3 on this machine";
   Builds b;
   // a's best: 38 (round 2), 400 (round 1), 50; b's: 30 (round 1), 430 (round 2), 60.
   const std::string a = b.add("a", table(40, 400, 50), table(38, 420, 50));
@@ -100,7 +99,7 @@ TEST(AttentionSideBySide, RunsTheBuildsInTurnAndComparesEachRowsBestTime) {
 }
 
 TEST(AttentionSideBySide, AFailedOrOverlongRunIsNamedAndTheOtherRunsStillCount) {
-  if (!have_python()) GTEST_SKIP() << "no python3 on this machine";
+  if (!have_program("python3")) GTEST_SKIP() << "no python3 on this machine";
   Builds b;
   const std::string a = b.add("a", table(40, 400, 50), table(40, 400, 50));
   const std::string bb = b.add("b", table(20, 200, 25), table(20, 800, 100));
@@ -120,7 +119,7 @@ TEST(AttentionSideBySide, AFailedOrOverlongRunIsNamedAndTheOtherRunsStillCount) 
 }
 
 TEST(AttentionSideBySide, SummaryOfGivenLogsTakesANamesRunsTogether) {
-  if (!have_python()) GTEST_SKIP() << "no python3 on this machine";
+  if (!have_program("python3")) GTEST_SKIP() << "no python3 on this machine";
   const std::string dir = temp_path("side-by-side-logs");
   fs::create_directories(dir);
   write_text(dir + "/old1.log", table(40, 400, 50));
@@ -145,7 +144,7 @@ TEST(AttentionSideBySide, SummaryOfGivenLogsTakesANamesRunsTogether) {
 // ci/gpu_device_check.sh's bench-attention step with ATTENTION_BASELINE compares the two builds
 // through the tool's summary (its results.tgz holds attention_compare.txt and .json).
 TEST(AttentionSideBySide, DeviceCheckComparesWithTheBaselineBuild) {
-  if (!have_python() || run_command("command -v tar").code != 0) GTEST_SKIP() << "no python3 or tar here";
+  if (!have_program("python3") || !have_program("tar")) GTEST_SKIP() << "no python3 or tar here";
   Builds b;
   b.add("old", table(40, 400, 50), table(40, 400, 50));
   b.add("new", table(20, 800, 50), table(20, 800, 50));
@@ -167,7 +166,7 @@ TEST(AttentionSideBySide, DeviceCheckComparesWithTheBaselineBuild) {
 }
 
 TEST(AttentionSideBySide, BadArgumentsAreOneLineErrorsAndRunNothing) {
-  if (!have_python()) GTEST_SKIP() << "no python3 on this machine";
+  if (!have_program("python3")) GTEST_SKIP() << "no python3 on this machine";
   Builds b;
   const std::string a = b.add("a", table(40, 400, 50), table(40, 400, 50));
   const std::string out = b.dir + "/out";

@@ -8,14 +8,14 @@
 namespace samebits {
 namespace {
 
+using testing::have_program;
 using testing::Outcome;
 using testing::run_command;
 
-bool have_python() { return run_command("command -v python3").code == 0; }
 Outcome budget(const std::string& args) { return run_command("python3 bench/cuda/prefill_budget.py " + args); }
 
 TEST(PrefillBudget, CountsTheItemsVisitsAndBudgetOfAChunk) {
-  if (!have_python()) GTEST_SKIP() << "no python3 on this machine";
+  if (!have_program("python3")) GTEST_SKIP() << "no python3 on this machine";
   // chunk 1024, group 4: 32 tiles of 128 rows per kv head; tile t's last query is 32 t + 31, so it
   // visits ceil((32 t + 32) / 64) sub-blocks: 1, 1, 2, 2, ..., 16, 16 (272 per kv head, 2176 in
   // all). 4 x 32 x 128 x 1024 x 1025 / 2 = 8.598 GFLOP; at 494.5 TFLOP/s 17.39 us; the busiest of
@@ -53,7 +53,7 @@ TEST(PrefillBudget, CountsTheItemsVisitsAndBudgetOfAChunk) {
 }
 
 TEST(PrefillBudget, BadInputsAreOneLineErrors) {
-  if (!have_python()) GTEST_SKIP() << "no python3 on this machine";
+  if (!have_program("python3")) GTEST_SKIP() << "no python3 on this machine";
   const Outcome zero = budget("--chunk 0");
   EXPECT_NE(zero.code, 0);
   EXPECT_EQ(zero.err, "prefill_budget: --chunk 0: must be above 0\n");

@@ -43,7 +43,7 @@ struct Repo {
   }
 };
 
-bool have_git() { return run_command("git --version").code == 0; }
+bool have_git() { return testing::have_program("git"); }
 
 const char kTwoToZwei[] =
     "diff --git a/f.txt b/f.txt\n--- a/f.txt\n+++ b/f.txt\n@@ -1,3 +1,3 @@\n one\n-two\n+zwei\n three\n";

@@ -144,7 +144,7 @@ std::string elf(const std::vector<std::pair<std::string, std::string>>& texts, u
 class SassTools : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (run_command("command -v python3").code != 0) GTEST_SKIP() << "no python3 on this machine";
+    if (!testing::have_program("python3")) GTEST_SKIP() << "no python3 on this machine";
     // k_loop's 0x40, left out of the listing: opcode 0x010, register form (bits 9-11 = 1), no
     // guard (bits 12-15 = 7), R5 <- R2, R3 (bits 16-23, 24-31, 32-39).
     const uint64_t undecoded = 0x010 | (1u << 9) | (7u << 12) | (uint64_t(5) << 16) | (uint64_t(2) << 24) |
