@@ -6,7 +6,8 @@
 # builds the kernel anyway, with a wait after every wgmma (no product overlaps the next one or the
 # work beside it), and nothing but the build log tells. Causes seen: register pressure, an ordinary
 # write to an accumulator while its wgmma is in flight, registers moved between two uses
-# (bench/cuda/NOTES.md, 2026-12-04). Exit status: the compiler's, or 1.
+# (bench/cuda/notes/prefill-time.md, 2026-12-04; bench/cuda/notes/prefill.md, 2026-12-03). Exit
+# status: the compiler's, or 1.
 out=$("$@" 2>&1)
 rc=$?
 [[ -n $out ]] && printf '%s\n' "$out" >&2

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """bench_cuda_attention of several builds side by side, as every attention figure in
-bench/cuda/NOTES.md is taken: the builds run in turn (A B C, A B C, ... so that a machine's drift
+bench/cuda/notes/ is taken: the builds run in turn (A B C, A B C, ... so that a machine's drift
 between runs falls on all of them alike), each row's best time over a build's runs kept, and every
 build's times compared with the first build's (the baseline), row by row and as a geometric mean
 per group of rows.

@@ -35,10 +35,10 @@
 // route takes the wgmma kernel on an H200), prefill-pages-apart the same keys with the sequence's
 // blocks in decreasing order (the kernel's cp.async copies take the same time either way; bulk
 // tensor copies of pages in consecutive blocks, measured and not kept, gained on prefill-cached and
-// lost here: bench/cuda/NOTES.md, 2026-12-03); floor = the QK^T and PV multiply-adds of the visible
-// (query, key) pairs at the dense bf16 tensor-core rate (989 TFLOP/s datasheet; frac_tc = floor /
-// time). Time per call from CUDA events over a batch of calls; the host part of each call (launch
-// sizing from the host mirrors) is included in the time.
+// lost here: bench/cuda/notes/prefill.md, 2026-12-03); floor = the QK^T and PV multiply-adds of the
+// visible (query, key) pairs at the dense bf16 tensor-core rate (989 TFLOP/s datasheet; frac_tc =
+// floor / time). Time per call from CUDA events over a batch of calls; the host part of each call
+// (launch sizing from the host mirrors) is included in the time.
 #include <cuda_runtime.h>
 
 #include <algorithm>

@@ -95,12 +95,12 @@ int blocks_per_sm_by_smem(int bytes) {
 //    slots that minimise the most segments one SM runs (ceil(tiles x slots / SMs) warps of
 //    ceil(segments / slots) segments each), the most slots of those that tie; one slot where the
 //    tiles alone exceed the wave.
-// H200, invariant, graph replays (bench/cuda/NOTES.md, 2026-12-03), against the previous rules (a
-// slot per segment with mirrors; min(segments, 8 x SMs / tiles) without): sized from the shapes,
-// head_dim 128 batch 16 x 8192 183.7 -> 139.6 us, batch 64 x 2048 / 8192 0.86x, batch 256 x 8192
-// 0.97x, head_dim 64 batch 16 x 8192 and 64 x 2048 / 8192 0.74-0.88x; with mirrors (calls) head_dim
-// 64 batch 16 x 8192, 64 x 2048 / 8192, 256 x 512-8192 and 4 x 32768 0.78-0.81x; every other
-// graph-replay row 0.984-1.018.
+// H200, invariant, graph replays (bench/cuda/notes/decode.md, 2026-12-03), against the previous
+// rules (a slot per segment with mirrors; min(segments, 8 x SMs / tiles) without): sized from the
+// shapes, head_dim 128 batch 16 x 8192 183.7 -> 139.6 us, batch 64 x 2048 / 8192 0.86x, batch 256 x
+// 8192 0.97x, head_dim 64 batch 16 x 8192 and 64 x 2048 / 8192 0.74-0.88x; with mirrors (calls)
+// head_dim 64 batch 16 x 8192, 64 x 2048 / 8192, 256 x 512-8192 and 4 x 32768 0.78-0.81x; every
+// other graph-replay row 0.984-1.018.
 int decode_slot_count(int head_dim, int64_t tiles, int segments) {
   if (head_dim == 128 || segments <= 1 || tiles <= 0) return segments;
   const int64_t sms = cuda::device_sm_count();
@@ -247,9 +247,10 @@ absl::Status launch_decode_tiles(const AttnParams& params, const Extents& e, boo
 }
 
 // Decode warps of a launch below which attention_decode_chain_kernel takes its decode tiles (few
-// warps per SM: each warp's own chain is the bound), measured on the H200 (bench/cuda/NOTES.md,
-// 2026-12-01: at head_dim 128 the chain kernel was ahead up to 512 warps and behind from 1024 on,
-// at head_dim 64 up to 2048 warps). kDecodeKernelWide always takes attention_decode_kernel.
+// warps per SM: each warp's own chain is the bound), measured on the H200
+// (bench/cuda/notes/decode.md, 2026-12-01: at head_dim 128 the chain kernel was ahead up to 512
+// warps and behind from 1024 on, at head_dim 64 up to 2048 warps). kDecodeKernelWide always takes
+// attention_decode_kernel.
 template <int HD>
 int64_t chain_kernel_below_warps() {
   return int64_t(HD == 128 ? 4 : 16) * cuda::device_sm_count();
@@ -279,8 +280,8 @@ absl::Status launch_chain_8_rows(const AttnParams& params, const Extents& e, cud
 // (kHalves = 1: 0.242 -> 0.266 of the copy floor, bench decode-burst hd=64 batch=256, H200), tiles of
 // 9..16 rows always with the shallowest ring. kAuto takes the shallowest ring (the depth measured
 // before); the deeper ones are forced by the routes kDecodeChainRing4 / 8 until the bench's
-// decode-chain-ring rows have been measured side by side (bench/cuda/NOTES.md). Speed only: every
-// configuration gives the same bits.
+// decode-chain-ring rows have been measured side by side
+// (bench/cuda/notes/decode-small-batches.md). Speed only: every configuration gives the same bits.
 template <int HD>
 absl::Status launch_chain_ring(const AttnParams& params, const Extents& e, int ring, cudaStream_t stream) {
   if (e.grid.partial_rows > 8) return launch_chain<HD, 2, cuda::kChainRingShallow>(params, e, stream);
@@ -349,11 +350,11 @@ bool one_wave(int64_t units, int bytes) {
 // The ring of attention_decode_split_kernel for a launch of `units` (segment, kv head) units of
 // decode tiles of at most 8 rows (0: not that kernel): the deepest ring whose blocks take every
 // unit in ONE wave. Ring 8 (a whole segment in flight) fits 1 block per SM at head_dim 128, 3 at
-// 64; ring 4 fits 3 and 6. Measured on the H200 (bench/cuda/NOTES.md): ring 8 at batch 1-4 (16-64
-// units at head_dim 128, up to 256 at 64) 0.69-0.87x the previous route's time; at 256 units and
-// head_dim 128 ring 8 (two waves) was up to 1.3x the chain kernel's time, ring 4 (one wave)
-// 0.72-0.76x (invariant batch 4 x 2048 and batch 1 x 8192, graph replays, 2026-12-02). Larger
-// launches go to the chain kernel, whose single warps fit many per SM, or the decode kernel.
+// 64; ring 4 fits 3 and 6. Measured on the H200 (bench/cuda/notes/decode-small-batches.md): ring 8
+// at batch 1-4 (16-64 units at head_dim 128, up to 256 at 64) 0.69-0.87x the previous route's time;
+// at 256 units and head_dim 128 ring 8 (two waves) was up to 1.3x the chain kernel's time, ring 4
+// (one wave) 0.72-0.76x (invariant batch 4 x 2048 and batch 1 x 8192, graph replays, 2026-12-02).
+// Larger launches go to the chain kernel, whose single warps fit many per SM, or the decode kernel.
 template <int HD>
 int split_kernel_ring(int64_t units) {
   if (one_wave(units, cuda::SplitLayout<HD, cuda::kSplitRingDeep>::kBytes)) return cuda::kSplitRingDeep;
@@ -397,13 +398,14 @@ CallSizing size_call(const AttentionArgs& a, AttentionRoute route) {
   Extents& e = c.e;
   // Decode tiles of one segment each, fewer than two per SM, of more than 8 rows: one whole-context
   // chain per warp of the decode kernel then leaves most of the machine idle, and the 64-row kernel
-  // (four warps loading per tile) was a little faster on the H200 (bench/cuda/NOTES.md, default
-  // mode: batch 16, split_count 1: 0.157 vs 0.144 of the copy floor; batch 64: 0.32 vs 0.58, so the
-  // decode kernel from there on). Tiles of at most 8 rows stay: the segment and split kernels (four
-  // warps per segment) take such launches in one kernel, where the 64-row route takes two (the work
-  // list, then the kernel): H200, invariant batch 1-16 x 128 keys, graph replays, 5.0-5.9 us against
-  // 12.1-12.8 (bench/cuda/NOTES.md, 2026-12-03). Speed only: every route gives the same bits.
-  // Not with the wgmma prefill kernel: it keeps the list of 128-row tiles.
+  // (four warps loading per tile) was a little faster on the H200 (bench/cuda/notes/decode.md,
+  // default mode: batch 16, split_count 1: 0.157 vs 0.144 of the copy floor; batch 64: 0.32 vs
+  // 0.58, so the decode kernel from there on). Tiles of at most 8 rows stay: the segment and split
+  // kernels (four warps per segment) take such launches in one kernel, where the 64-row route takes
+  // two (the work list, then the kernel): H200, invariant batch 1-16 x 128 keys, graph replays,
+  // 5.0-5.9 us against 12.1-12.8 (bench/cuda/notes/decode-small-batches.md, 2026-12-03). Speed
+  // only: every route gives the same bits. Not with the wgmma prefill kernel: it keeps the list of
+  // 128-row tiles.
   if (route == AttentionRoute::kAuto && !pp.wgmma && e.grid.max_segments == 1 && e.grid.partial_rows > 8 &&
       e.decode_tiles * a.num_kv_heads < int64_t(2) * cuda::device_sm_count()) {
     e = extents(AttentionRoute::kGeneralOnly);
@@ -447,16 +449,18 @@ absl::Status launch(const AttnParams& base, const Extents& e, AttentionRoute rou
     const bool four_warps = route == AttentionRoute::kDecodeKernelFourWarps;
     // Tiles of one segment (short contexts, e.g. the burst's 17..148 keys): blocks of at most 4
     // warps, two per SM at head_dim 128, whose set-up and drain overlap each other's work
-    // (bench/cuda/NOTES.md, decode-burst-four-warps vs decode-burst-wide, 1000 sequences: 0.95x
-    // the time at both head dims). Longer contexts keep the widest blocks (not measured otherwise).
+    // (bench/cuda/notes/decode.md, decode-burst-four-warps vs decode-burst-wide, 1000 sequences:
+    // 0.95x the time at both head dims). Longer contexts keep the widest blocks (not measured
+    // otherwise).
     const int max_warps = !widest && (four_warps || grid.max_segments == 1) ? 4 : 8;
     const int64_t warps = e.decode_tiles * base.num_kv_heads * e.decode_slots;
     const bool planted = route == AttentionRoute::kDecodeSharedExpsPlanted && share_exps(e);
     // The smallest launches (every unit in one wave of four-warp blocks): the segment kernel where
     // segments are fixed runs of at least four sub-blocks (invariant mode), else the split kernel
-    // with the deepest ring that keeps one wave. H200 (bench/cuda/NOTES.md, 2026-12-03): invariant
-    // batch 1 x 2048 keys 0.82-0.84x the split kernel's time, batch 1-4 x 512 0.83-0.91x; default
-    // mode's segments of a few keys (batch 1-4 x 128-512) 1.2x, hence the split kernel there.
+    // with the deepest ring that keeps one wave. H200 (bench/cuda/notes/decode-small-batches.md,
+    // 2026-12-03): invariant batch 1 x 2048 keys 0.82-0.84x the split kernel's time, batch 1-4 x
+    // 512 0.83-0.91x; default mode's segments of a few keys (batch 1-4 x 128-512) 1.2x, hence the
+    // split kernel there.
     const bool small_tiles = !widest && !four_warps && grid.partial_rows <= 8;
     const bool whole_rounds = !base.split_count_kind && base.split_size >= cuda::kSegmentWarps * cuda::kAttnKeys;
     const bool auto_segment = small_tiles && whole_rounds && one_wave(warps, cuda::SegmentLayout<HD>::kBytes);
@@ -490,7 +494,7 @@ absl::Status launch(const AttnParams& base, const Extents& e, AttentionRoute rou
     // (cuda_common.h, launch_after_previous): its blocks are scheduled while the decode grid
     // runs and wait on the device for it, which hides the launch between the two. After
     // attention_decode_kernel (SMs full of registers) that was slower, and the merge is an ordinary
-    // launch. H200, bench/cuda/NOTES.md (2026-12-01 ~22:25): 0.87-0.94x the time of ordinary
+    // launch. H200, bench/cuda/notes/checks.md (2026-12-01 ~22:25): 0.87-0.94x the time of ordinary
     // launches where the chain kernel ran (batch 1-16, 256 units), up to 1.21x on the decode kernel.
     cudaLaunchConfig_t config = {};
     config.gridDim = dim3(unsigned(base.num_kv_heads), unsigned(base.num_seqs));
@@ -502,9 +506,10 @@ absl::Status launch(const AttnParams& base, const Extents& e, AttentionRoute rou
     // More than 8 segments in tiles of at most 8 rows, at most a block per SM, head_dim 128: the
     // partials loaded 32 at a time, one memory round trip where the 8-segment batches took up to
     // four one after the other. Its registers leave one block per SM, so larger launches keep the
-    // 8-segment batch. H200 (bench/cuda/NOTES.md, 2026-12-02): head_dim 128 batch 1-4 x 8192-32768
-    // 0.89-0.96x the time, batch 16 unchanged; at head_dim 64 batch 4 x 2048-8192 1.06-1.10x (its
-    // blocks, waiting behind the chain kernel, hold registers that kernel's warps would use).
+    // 8-segment batch. H200 (bench/cuda/notes/decode-small-batches.md, 2026-12-02): head_dim 128
+    // batch 1-4 x 8192-32768 0.89-0.96x the time, batch 16 unchanged; at head_dim 64 batch 4 x
+    // 2048-8192 1.06-1.10x (its blocks, waiting behind the chain kernel, hold registers that
+    // kernel's warps would use).
     auto merge = cuda::attention_decode_merge_kernel<HD, cuda::kMergeBatch>;
     if constexpr (HD == 128) {
       if (grid.max_segments > cuda::kMergeBatch && grid.partial_rows <= 8 &&

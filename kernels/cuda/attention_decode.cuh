@@ -20,8 +20,8 @@
 // of the half), then the rows are copied in 16-byte cp.async chunks (head_dim 128: 16 lanes per
 // row; 64: two), the row offsets passed by shuffles; keys beyond the context are zero-filled. At
 // short contexts the warps' instructions per key bound this kernel more than the bytes do
-// (bench/cuda/NOTES.md: head_dim 64 took 0.75x the time of 128 on the burst rows), hence, for
-// tiles of at most 4 rows, the softmax's exponentials shared with the idle lanes (kExpsShared,
+// (bench/cuda/notes/decode.md: head_dim 64 took 0.75x the time of 128 on the burst rows), hence,
+// for tiles of at most 4 rows, the softmax's exponentials shared with the idle lanes (kExpsShared,
 // attention_kernel.cuh). A K half whose keys all lie outside the
 // segment's key range is neither copied nor multiplied (its scores are masked whatever they
 // hold); a V half wholly beyond the context is not copied and enters P V as zero fragments (what
@@ -442,7 +442,7 @@ __device__ __forceinline__ void copy_key_run16(const AttnParams& P, const bf16* 
 // shuffles. Head_dim 128: CH = 16 lanes per row, two whole 256-byte rows per instruction (three
 // shuffles per instruction). Head_dim 64: a pair of lanes per row, lane 2k + e taking chunks e,
 // e + 2, ... of row k (and of row k + 16 in the second pass), 16 rows per instruction in whole
-// 32-byte sectors, three shuffles per 16 rows. Measured on the H200 (bench/cuda/NOTES.md,
+// 32-byte sectors, three shuffles per 16 rows. Measured on the H200 (bench/cuda/notes/decode.md,
 // 2026-12-01 ~18:50): the pairs made head_dim 64 faster at every batch (fewer instructions), but
 // head_dim 128 up to 15% slower wherever the copies are the bound (four times the L2 requests
 // per byte), so each keeps its own.

@@ -5,7 +5,7 @@
 // SM a warp's own chain of copies and arithmetic is the bound, and this kernel runs it with fewer
 // waits and branches than attention_decode_kernel (attention_decode.cuh: half sub-blocks, a loop
 // over the parts, several warps per block), which is faster where many warps share an SM (large
-// batches, short contexts) and slower here (H200, bench/cuda/NOTES.md).
+// batches, short contexts) and slower here (H200, bench/cuda/notes/decode.md).
 // The smallest launches (one wave of four-warp blocks) go to attention_decode_segment.cuh (a
 // segment's sub-blocks side by side) or attention_decode_split.cuh (each sub-block shared by four
 // warps).

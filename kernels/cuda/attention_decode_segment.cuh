@@ -20,10 +20,10 @@
 // Every value is the same function of the same inputs as in the one-warp kernels, every chain (o
 // and l over the sub-blocks, each score over the head dim, each sum over a sub-block's columns)
 // runs in the same order with the same operations, so the bits are theirs; gpu_tests compares
-// every decode route bit for bit. H200 (bench/cuda/NOTES.md, 2026-12-03, graph replays): invariant
-// batch 1 x 2048 keys 8.4 us with its merge, against 10.2 on the split kernel (~2,100 instructions
-// per warp against ~3,100); where the units need more than one wave of these 140 KiB blocks, the
-// split kernel's smaller ones are faster (attention.cu routes).
+// every decode route bit for bit. H200 (bench/cuda/notes/decode-small-batches.md, 2026-12-03, graph
+// replays): invariant batch 1 x 2048 keys 8.4 us with its merge, against 10.2 on the split kernel
+// (~2,100 instructions per warp against ~3,100); where the units need more than one wave of these
+// 140 KiB blocks, the split kernel's smaller ones are faster (attention.cu routes).
 // Three block barriers per round (maxima; sums, P and V rows; V rows read). Segments of more than
 // four sub-blocks (default mode's equal parts) take several rounds: warp w's K rows of the next
 // round are copied as soon as its scores are taken, the V rows once every warp has read the round's.

@@ -36,7 +36,7 @@ constexpr int kSwappedScoreBytes = 8 * 64 * 4;
 // long contexts slower on the chain kernel (H200, default mode batch 256 x 512-8192: 1.12-1.15x the
 // time), though its short ones faster (1000 x 17..148 keys forced there: 0.82x), and the decode
 // kernel's burst rows no faster (94.8 -> 94.9 us; its staging buffer would be twice that Q tile):
-// bench/cuda/NOTES.md.
+// bench/cuda/notes/decode.md.
 template <int HD, int kHalves>
 constexpr bool kSwappedProducts = kHalves == 1 && HD == 128;
 __device__ __forceinline__ int swapped_score_word(int q, int k) { return q * 64 + (k ^ (8 * ((q ^ (q >> 2)) & 3))); }
@@ -75,7 +75,7 @@ __device__ __forceinline__ void hold_q_columns(uint32_t q_s, uint32_t (&qb)[HD /
 // step kk = 4 q + r lies 128 q bytes after that of step r: four addresses per lane (steps 0..3 of
 // tile 0), every other step and tile an immediate offset (Rows::tile_offset). Formed per
 // instruction, the addresses took ~4 integer instructions per ldmatrix: H200, the segment kernel
-// at batch 1 x 2048 ran 2,106 -> 1,988 instructions per warp (ncu, bench/cuda/NOTES.md).
+// at batch 1 x 2048 ran 2,106 -> 1,988 instructions per warp (ncu, bench/cuda/notes/decode.md).
 template <int HD, int MT0, int MT1, typename Rows>
 __device__ __forceinline__ void score_keys_swapped(uint32_t kb_s, Rows rows, const uint32_t (&qb)[HD / 16][2],
                                                    float (&st)[4][4]) {

@@ -25,12 +25,12 @@ __device__ __forceinline__ uint32_t attention_output_pair(float o0, float o1, fl
 // and FCHK sends operands where that sequence might round otherwise (zeros, denormals,
 // infinities, NaN, quotients or intermediates near the ends of the exponent range) to a slow path:
 // ten instructions and a branch per quotient, most of a prefill item's end (19% of a 1024-token
-// call's stall samples: bench/cuda/NOTES.md, 2026-12-04). OutputRow runs the same sequence with r
-// shared by the row, and its own test in place of FCHK: 2^-60 <= l <= 2^60 and 2^-64 <= |a| <
-// 2^64, where the quotient and every intermediate stay normal and finite, so that the sequence
+// call's stall samples: bench/cuda/notes/prefill.md, 2026-12-04). OutputRow runs the same sequence
+// with r shared by the row, and its own test in place of FCHK: 2^-60 <= l <= 2^60 and 2^-64 <= |a|
+// < 2^64, where the quotient and every intermediate stay normal and finite, so that the sequence
 // gives __fdiv_rn's quotient. The dividends' test is one multiply-add each (output_value_range)
 // OR-ed into four independent chains: one flag chained through all of them held every item's end
-// (NOTES). A row with any value outside clears in_range(), and its caller writes it again with
+// (prefill.md). A row with any value outside clears in_range(), and its caller writes it again with
 // attention_output_pair. GpuAttentionOutput.RowQuotientsEqualIeeeDivision compares OutputRow with
 // __fdiv_rn on 2^30 operand pairs of every kind, and RowReciprocalIsCorrectlyRoundedForEveryDivisor
 // finds r = RN(1 / l) for every l of the range, which with Markstein's correction step makes every
@@ -114,8 +114,8 @@ __device__ __forceinline__ T quotient_nonneg(T x, int d) {
 // the wgmma prefill took 0.97-0.99x the time over cached keys at head_dim 128 and 0.93-0.95x at 64,
 // 0.98x at chunk 4096, in invariant mode too, which never makes the call). The
 // decode kernels keep the 64-bit form: with the 32-bit one inline their invariant batch 1-16 graph
-// replays took 1.01-1.02x the time, called out of line batch 16 x 512 1.07x (bench/cuda/NOTES.md,
-// 2026-12-04).
+// replays took 1.01-1.02x the time, called out of line batch 16 x 512 1.07x
+// (bench/cuda/notes/prefill.md, 2026-12-04).
 template <bool k32BitChunk = true>
 __device__ __forceinline__ SegRange segment_range(const AttnParams& P, bool reads_new, int64_t cached,
                                                   int64_t p, int c) {
@@ -196,12 +196,12 @@ __device__ __forceinline__ const bf16* shfl_row_source(const bf16* src, int from
 // The softmax's exponential on CUDA: 2^x by the SFU (ex2.approx.ftz.f32), for x a score in log2
 // units less the row's max (AttnParams::scale holds scale * log2(e); fma(s, scale, -m), one
 // rounding, softmax_exp), or a difference of maxima (alpha, the fold's scales). Two instructions per
-// score where fixed_expf takes ~20, which bounded the wgmma prefill's rate (bench/cuda/NOTES.md).
-// The SFU's result is a fixed function of its input on a given architecture, so every CUDA
-// attention kernel (decode, prefill, merge) gives the same bits through it, as the invariance
-// contract needs; those bits differ from the CPU backend's (fixed_expf), which the contract does
-// not promise to match (the gpu tests compare the two backends within nmse 1e-4).
-// ex2(0) = 1 and ex2(-inf) = +0.
+// score where fixed_expf takes ~20, which bounded the wgmma prefill's rate
+// (bench/cuda/notes/small-kernels.md). The SFU's result is a fixed function of its input on a given
+// architecture, so every CUDA attention kernel (decode, prefill, merge) gives the same bits through
+// it, as the invariance contract needs; those bits differ from the CPU backend's (fixed_expf),
+// which the contract does not promise to match (the gpu tests compare the two backends within nmse
+// 1e-4). ex2(0) = 1 and ex2(-inf) = +0.
 __device__ __forceinline__ float attn_exp2(float x) {
   float y;
   asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
@@ -373,9 +373,9 @@ __device__ __forceinline__ void softmax_update(bool active, float alpha, float m
 // exponential is the same function of the same two values wherever it runs, and the owner lane
 // sums its 16 columns in the same order, so the bits are those of kExpsOwn with half the
 // exponentials per lane (the decode kernels' instructions per key are their bound at short
-// contexts: bench/cuda/NOTES.md). The absent rows end with scores 0, as kExpsOwn leaves them.
-// kExpsSharedPlanted (tests only): the same, but the exponentials of tiles 4..7 returned to the
-// owner with each pair of adjacent columns swapped, a slip in the shared path that the bitwise
+// contexts: bench/cuda/notes/decode.md). The absent rows end with scores 0, as kExpsOwn leaves
+// them. kExpsSharedPlanted (tests only): the same, but the exponentials of tiles 4..7 returned to
+// the owner with each pair of adjacent columns swapped, a slip in the shared path that the bitwise
 // route comparisons must see.
 constexpr int kExpsOwn = 0, kExpsShared = 1, kExpsSharedPlanted = 2;
 template <int kHalves, int kExps = kExpsOwn>

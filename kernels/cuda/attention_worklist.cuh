@@ -12,7 +12,7 @@
 //     too (the last block of those kernels and the decode kernel's first block report through the
 //     mailbox); a bad sequence is skipped by every kernel.
 // A one-block kernel wrote the list before (its scan, then the tiles): with its launch it cost
-// 10-27 us, then ~5 us, of every call with items (H200, bench/cuda/NOTES.md).
+// 10-27 us, then ~5 us, of every call with items (H200, bench/cuda/notes/mixed.md).
 #pragma once
 #include <cstdint>
 
@@ -33,7 +33,7 @@ __device__ __forceinline__ SequenceLayout load_sequence_layout(const AttnParams&
 // Whether sequence s's layout is valid (see check_attention_sequences); reports when asked. The
 // checks are formed without branches between them, so that all three loads go out together (with
 // the context's check behind a branch on the others, the decode kernels waited for memory twice in
-// a row at their start: ncu, bench/cuda/NOTES.md).
+// a row at their start: ncu, bench/cuda/notes/mixed.md).
 __device__ __forceinline__ bool attention_sequence_ok(const AttnParams& P, int s, const SequenceLayout& q,
                                                       bool report) {
   const bool ends_bad = (q.q0 < 0) | (q.q1 < q.q0) | (q.q1 > P.T);
@@ -105,7 +105,7 @@ __device__ __forceinline__ SequenceItems sequence_items(const AttnParams& P, int
 // context_lens). Read the item where it is used: copied out at once, its fields stayed in
 // registers through the kernels' main loops (the wgmma prefill kernel's producer then spilled).
 // Several sequences per thread (four, unrolled) took 1.00-1.02x the time of one on the H200's
-// prefill rows (bench/cuda/NOTES.md, 2026-12-04): more code before the main loop.
+// prefill rows (bench/cuda/notes/mixed.md, 2026-12-04): more code before the main loop.
 template <int kThreads, int kTileRows>
 __device__ __forceinline__ const AttnItem* find_work_item(const AttnParams& P, int index) {
   __shared__ int warp_total[kThreads / 32];

@@ -110,8 +110,8 @@ uint64_t scratch_epoch();
 // merge's blocks then wait beside them: attention.cu). Called first thing in every kernel it made
 // the Qwen3-8B burst slower on the H200 (next kernels' blocks waiting on SMs for the whole tail
 // of this one: 1.007x the run time of ordinary launches, where leaving it to the blocks' exit gave
-// 0.992x; bench/cuda/NOTES.md, 2026-12-02). After an ordinary launch both calls are no-ops; neither
-// changes what a kernel computes.
+// 0.992x; bench/cuda/notes/engine.md, 2026-12-02). After an ordinary launch both calls are no-ops;
+// neither changes what a kernel computes.
 inline cudaLaunchAttribute after_previous_kernel() {
   cudaLaunchAttribute a = {};
   a.id = cudaLaunchAttributeProgrammaticStreamSerialization;

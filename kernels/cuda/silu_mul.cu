@@ -4,11 +4,11 @@
 // reduction: identical in both modes. Where the sizes and pointers allow 16-byte access, one thread
 // takes two 16-byte pieces (16 elements), issues its four loads before any arithmetic and rounds
 // to bf16 by cvt without branches (silu_mul_pair below: to_bf16's bits); the kernel is bound by
-// instruction issue, not by memory (ncu, bench/cuda/NOTES.md). The previous one-piece-per-thread
-// kernel stays as SiluMulRoute::kPrevious (silu_mul_route.h; same bits, gpu test). Else one thread
-// per element (the same arithmetic per element on every path). Interleaved gate/up
-// (SiluMulArgs.group, the default-mode gate_up_silu): a group of 8 is one 16-byte piece, so the
-// vector kernel reads gate and up pieces alternately.
+// instruction issue, not by memory (ncu, bench/cuda/notes/small-kernels.md). The previous
+// one-piece-per-thread kernel stays as SiluMulRoute::kPrevious (silu_mul_route.h; same bits, gpu
+// test). Else one thread per element (the same arithmetic per element on every path). Interleaved
+// gate/up (SiluMulArgs.group, the default-mode gate_up_silu): a group of 8 is one 16-byte piece, so
+// the vector kernel reads gate and up pieces alternately.
 // gate_up_silu: invariant mode fuses it into the invariant linear (linear.cu, same arithmetic from
 // silu_mul.cuh) where that is faster (small M), else runs the invariant linear then this kernel;
 // default mode runs cuBLASLt then this kernel (kernels/gate_up_silu.h).

@@ -27,19 +27,20 @@
 // sub-block of the segment has its scores issued (into a second buffer) before this one's
 // exponentials, and the P V products retire under them. Taking turns to issue the scores' wgmma
 // (named barriers, as FA3's ping-pong does) measured 1.01-1.035x the time on the H200
-// (bench/cuda/NOTES.md, 2026-12-03): a warpgroup folding at a segment end held the other at its
-// next turn.
-// Three other orders keep the bits and measured slower (NOTES, 2026-12-03 ~20:26-20:57): sub-blocks
-// in pairs with both softmaxes side by side and nothing in flight under them (1.21-1.35x the time;
-// with the P V products in flight they spill at head_dim 128), the max phase under the previous
-// P V products, retiring the scores alone with wait_group 1 (1.03-1.08x), and two score buffers in
-// turn instead of a copy of the scores out of the accumulators (1.01-1.08x: fewer instructions, more
-// barrier and fetch stalls); the scores now leave the accumulators as the exponentials' arguments
-// (interior_exp_arguments), the multiply-adds the softmax needs anyway, instead of a copy.
-// The producer's cp.async copies measured against two other forms (NOTES, 2026-12-03 ~22:10-23:15):
-// a lane per key row, 32 bytes of 16 rows per copy (1.02-1.31x the time), and bulk tensor copies:
-// 0.95-0.99x where a sub-block's 64 rows are consecutive, 1.04-1.11x as one box per 16-slot page,
-// 1.13-1.19x for pages apart with cp.async beside them (two passes unrolled, or it spills).
+// (bench/cuda/notes/decode-small-batches.md, 2026-12-03 ~09:20): a warpgroup folding at a segment
+// end held the other at its next turn.
+// Three other orders keep the bits and measured slower (notes/prefill.md, 2026-12-03 ~20:26-20:57):
+// sub-blocks in pairs with both softmaxes side by side and nothing in flight under them (1.21-1.35x
+// the time; with the P V products in flight they spill at head_dim 128), the max phase under the
+// previous P V products, retiring the scores alone with wait_group 1 (1.03-1.08x), and two score
+// buffers in turn instead of a copy of the scores out of the accumulators (1.01-1.08x: fewer
+// instructions, more barrier and fetch stalls); the scores now leave the accumulators as the
+// exponentials' arguments (interior_exp_arguments), the multiply-adds the softmax needs anyway,
+// instead of a copy. The producer's cp.async copies measured against two other forms
+// (notes/prefill.md, 2026-12-03 ~22:10-23:15): a lane per key row, 32 bytes of 16 rows per copy
+// (1.02-1.31x the time), and bulk tensor copies: 0.95-0.99x where a sub-block's 64 rows are
+// consecutive, 1.04-1.11x as one box per 16-slot page, 1.13-1.19x for pages apart with cp.async
+// beside them (two passes unrolled, or it spills).
 #include <cuda_runtime.h>
 
 #include "kernels/cuda/attention_prefill.h"
@@ -114,8 +115,8 @@ __device__ __forceinline__ TileInfo tile_info(const AttnParams& P, const AttnIte
   t.reads_new = reads_new_keys(P, q_len);
   t.table = P.block_tables + int64_t(t.s) * P.max_blocks_per_seq;
   // (Divisions, not quotient_nonneg's shift: with the shift here the head_dim 64 kernel took 1.01-1.02x
-  // the time over cached keys on the H200, bench/cuda/NOTES.md 2026-12-04; the rows' own quotients
-  // below take the shift.)
+  // the time over cached keys on the H200, bench/cuda/notes/prefill.md 2026-12-04; the rows' own
+  // quotients below take the shift.)
   t.p_min = t.cached + t.row0 / t.group;
   t.p_max = t.cached + (t.row0 + t.nrows - 1) / t.group;
   return t;
@@ -126,8 +127,8 @@ __device__ __forceinline__ TileInfo tile_info(const AttnParams& P, const AttnIte
 // fixed-split instantiation (kFixedSplit) takes it without segment_range's tests of the plan's
 // kind, at each segment's start, and compiles none of the other plans' paths (H200: invariant
 // prefill 0.89-0.94x the time; the same ranges in the one general instantiation made default mode
-// 1.01-1.04x slower: bench/cuda/NOTES.md, 2026-12-04). (segment_range keeps its own two lines for
-// it: calling this there changed the decode kernels' machine code.)
+// 1.01-1.04x slower: bench/cuda/notes/prefill.md, 2026-12-04). (segment_range keeps its own two
+// lines for it: calling this there changed the decode kernels' machine code.)
 __device__ __forceinline__ SegRange fixed_split_range(int split, int64_t visible, int c) {
   const int64_t b = int64_t(c) * split;
   return SegRange{b, min(visible, b + split), false};
@@ -174,7 +175,7 @@ __device__ __forceinline__ void produce(const AttnParams& P, const TileInfo& t, 
   // so that a sub-block goes to the consumers once the next one's copies are issued. With all stages
   // but one (3 at head_dim 128), the hand-over waited for a stage that the consumers release only
   // just before they need the sub-block: their full-barrier waits retried ~15 times each, and the
-  // kernel took 1.03-1.05x the time (H200, bench/cuda/NOTES.md).
+  // kernel took 1.03-1.05x the time (H200, bench/cuda/notes/prefill.md).
   constexpr int kInFlight = 2;
   const int lane = threadIdx.x & 31, ch = lane % CH, warp = (threadIdx.x / 32) & 3;
   int n = 0, handed = 0;
@@ -225,7 +226,7 @@ __device__ __forceinline__ void produce(const AttnParams& P, const TileInfo& t, 
 //    inactive row) never apply; a warp with a row that has no key in the sub-block takes
 //    attend_softmax. (Masked this way, the diagonal sub-blocks took 0.93-0.97x the time of a
 //    fresh prefill of 64-1024 tokens on the H200, with the first segment's fold below:
-//    bench/cuda/NOTES.md, 2026-12-04.)
+//    bench/cuda/notes/prefill.md, 2026-12-04.)
 //  - p = exp2(fma(s, scale, -mu)) with mu = m_new, or +0 where m_new = -inf, without
 //    attend_softmax's per-score select (s != -inf ? exp2(fma(s, scale, -m_new)) : 0). Same bits:
 //    s = -inf gives -inf (mu finite or +inf), whose attn_exp2 is +0; m_new = -inf means no score
@@ -341,12 +342,12 @@ __device__ __forceinline__ void consume(const AttnParams& P, const TileInfo& t, 
   named_barrier_sync(1 + wg, 128);
   // Q in registers for the scores' products (mma.sync's A fragments, by ldmatrix): read from
   // shared memory once per item instead of by every sub-block's wgmma (H200: head_dim 64 over
-  // cached keys 0.96-0.998x the time in two calls, bench/cuda/NOTES.md 2026-12-04). At head_dim 128
-  // their 32 registers fit because the row positions are not carried through the walk and sc_next
-  // is redefined at each segment's start (both below; NOTES 2026-12-04 ~23:15). ptxas must keep
-  // these registers for the whole item: a form without the scores issued ahead (measured, not
-  // kept) came out with them reused by the softmax after the first sub-block, wrong outputs that
-  // the gpu tests caught.
+  // cached keys 0.96-0.998x the time in two calls, bench/cuda/notes/prefill.md 2026-12-04). At
+  // head_dim 128 their 32 registers fit because the row positions are not carried through the walk
+  // and sc_next is redefined at each segment's start (both below; notes/prefill-time.md 2026-12-04
+  // ~23:15). ptxas must keep these registers for the whole item: a form without the scores issued
+  // ahead (measured, not kept) came out with them reused by the softmax after the first sub-block,
+  // wrong outputs that the gpu tests caught.
   uint32_t qf[HD / 16][4];
 #pragma unroll
   for (int kk = 0; kk < HD / 16; ++kk) {
@@ -451,7 +452,7 @@ __device__ __forceinline__ void consume(const AttnParams& P, const TileInfo& t, 
         // 32 registers stay live through the previous segment's fold: the compiler does not see
         // that a segment's last sub-block (no scores issued ahead) is followed by a first one
         // (scores issued at its start). (Redefining it on the last sub-block's path instead made
-        // ptxas serialise every wgmma, C7515: NOTES 2026-12-04 ~23:15.)
+        // ptxas serialise every wgmma, C7515: notes/prefill-time.md 2026-12-04 ~23:15.)
 #pragma unroll
         for (int nt = 0; nt < 8; ++nt)
 #pragma unroll
