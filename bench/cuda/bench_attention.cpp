@@ -20,6 +20,8 @@
 // cost);
 // decode-items=4|16: default mode planned for that many items per unit instead of 8;
 // decode-64row-graph: the 64-row kernel forced on short contexts, graph replays;
+// decode-step: batch 1 and 4 after the engine step's kernel before attention (qkv_prep,
+// step_predecessor.h), graph replays of the pair: us = the pair less that kernel's own replays;
 // launch-floor: empty kernels and a read of batch 1 x 2048's K and V bytes (launch_floor.h);
 // prefill-ceiling: the wgmma prefill's visit with only its matrix products, one block per SM
 // (prefill_ceiling.h), at head_dim 64 / 128, 64 or 128 keys a visit, 1-3 warpgroups;
@@ -55,6 +57,7 @@
 #include "bench/cuda/bench_support.h"
 #include "bench/cuda/launch_floor.h"
 #include "bench/cuda/prefill_ceiling.h"
+#include "bench/cuda/step_predecessor.h"
 #include "kernels/cuda/cuda_ops.h"
 
 namespace samebits::bench {
@@ -179,15 +182,10 @@ double time_calls(benchmark::State& state, const std::function<void(void*, int)>
       error);
 }
 
-// Times attention over batch b. Counters: us; GBs and frac_bw (the K and V bytes of every
-// sequence's keys read once, at the measured copy bandwidth); where a sequence computes more than
-// one query, also TFLOPs and frac_tc (QK^T and PV at the dense bf16 rate) and frac (the larger
-// floor of the two / time).
-void measure(benchmark::State& state, Mode mode, Batch& batch, int hd, const How& how) {
-  Batch* b = &batch;
+// The attention call's arguments for batch b in `mode`, as `how` says (launch sizing, plan).
+AttentionArgs attention_args(const Batch& batch, Mode mode, int hd, const How& how) {
+  const Batch* b = &batch;
   const int seqs = int(b->ctx.size());
-  ExecContext ctx;
-  ctx.mode = mode;
   AttentionArgs a;
   a.q = b->q;
   a.k_new = b->k;
@@ -214,29 +212,53 @@ void measure(benchmark::State& state, Mode mode, Batch& batch, int hd, const How
     a.plan.split_size = how.split_size;
   }
   a.out = b->out;
-  const AttentionRoute route = how.route;
+  return a;
+}
+
+// One attention call on ctx's stream by the route `how` names.
+absl::Status attend(const ExecContext& ctx, const AttentionArgs& a, const How& how) {
+  return how.route == AttentionRoute::kAuto ? gpu()->attention(ctx, a) : cuda_attention_routed(ctx, a, how.route);
+}
+
+// The K and V bytes of every sequence's keys read once (the copy floor's bytes), and the
+// (query, visible key) pairs; prefill: some sequence computes more than one query.
+struct Work {
+  double bytes = 0, pairs = 0;
+  bool prefill = false;
+};
+Work work_of(const Batch& b, int hd) {
+  Work w;
+  double keys = 0;
+  for (size_t s = 0; s < b.ctx.size(); ++s) {
+    const double q_len = b.qs[s + 1] - b.qs[s], len = b.ctx[s];
+    keys += len;
+    w.pairs += q_len * (len - q_len) + q_len * (q_len + 1) / 2.0;
+    w.prefill = w.prefill || q_len > 1;
+  }
+  w.bytes = keys * kHkv * hd * 2.0 * 2.0;
+  return w;
+}
+
+// Times attention over batch b. Counters: us; GBs and frac_bw (the K and V bytes of every
+// sequence's keys read once, at the measured copy bandwidth); where a sequence computes more than
+// one query, also TFLOPs and frac_tc (QK^T and PV at the dense bf16 rate) and frac (the larger
+// floor of the two / time).
+void measure(benchmark::State& state, Mode mode, Batch& batch, int hd, const How& how) {
+  ExecContext ctx;
+  ctx.mode = mode;
+  const AttentionArgs a = attention_args(batch, mode, hd, how);
   bool failed = false;
-  auto attend = [&](const ExecContext& c) {
-    return route == AttentionRoute::kAuto ? gpu()->attention(c, a) : cuda_attention_routed(c, a, route);
-  };
   auto call_on = [&](void* stream, int) {
     ExecContext on = ctx;
     on.stream = stream;
-    failed = failed || !attend(on).ok();
+    failed = failed || !attend(on, a, how).ok();
   };
   const double t = time_calls(state, call_on, how.graph, failed, "attention failed");
   if (t <= 0) return;
   state.counters["us"] = t * 1e6;
-  double keys = 0, pairs = 0;
-  bool prefill = false;
-  for (int s = 0; s < seqs; ++s) {
-    const double q_len = b->qs[size_t(s) + 1] - b->qs[size_t(s)], len = b->ctx[size_t(s)];
-    keys += len;
-    pairs += q_len * (len - q_len) + q_len * (q_len + 1) / 2.0;  // (query, visible key) pairs
-    prefill = prefill || q_len > 1;
-  }
-  const double bytes = keys * kHkv * hd * 2.0 * 2.0;
-  const double flops = 4.0 * kHq * hd * pairs;
+  const Work w = work_of(batch, hd);
+  const double bytes = w.bytes, flops = 4.0 * kHq * hd * w.pairs;
+  const bool prefill = w.prefill;
   state.counters["GBs"] = bytes / t / 1e9;
   state.counters["frac_bw"] = bytes / copy_bandwidth() / t;
   if (prefill) {
@@ -316,6 +338,69 @@ void run_floor(benchmark::State& state, int64_t bytes, int blocks, int threads, 
   }
   if (src != nullptr) gpu()->free(src);
   gpu()->free(sink);
+}
+
+// A decode step's kernel before attention and the attention call (step_predecessor.h), replayed as
+// one graph, and that kernel's replays alone, both in every iteration (launches sized from the host
+// mirrors, as the decode-graph rows): us = what the attention call adds to the step (the pair less
+// the kernel alone; GBs and frac_bw from it), step_us and prep_us the two replays.
+void run_step(benchmark::State& state, Mode mode, int seqs, int64_t context) {
+  if (gpu() == nullptr) {
+    state.SkipWithError("no CUDA device");
+    return;
+  }
+  constexpr int hd = 128;
+  std::unique_ptr<Batch> b = make_batch(seqs, context, 1, hd);
+  StepTarget target;
+  target.q = b->q, target.k = b->k, target.v = b->v, target.k_cache = b->kc, target.v_cache = b->vc;
+  target.num_slots = b->num_blocks * kBlock;
+  target.num_q_heads = kHq, target.num_kv_heads = kHkv, target.head_dim = hd;
+  for (int s = 0; s < seqs; ++s) {  // each sequence's newest key, in its last block
+    const int32_t pos = b->ctx[size_t(s)] - 1;
+    target.positions.push_back(pos);
+    target.slots.push_back(int64_t(b->tables[size_t(s) * b->max_blocks + pos / kBlock]) * kBlock + pos % kBlock);
+  }
+  const std::unique_ptr<StepPredecessor> prep = StepPredecessor::make(*gpu(), target, mode);
+  if (prep == nullptr) {
+    state.SkipWithError("qkv_prep's inputs could not be made");
+    free_batch(*b);
+    return;
+  }
+  How how;
+  how.graph = true;
+  const AttentionArgs a = attention_args(*b, mode, hd, how);
+  bool failed = false;
+  auto prep_on = [&](void* stream, int) { failed = failed || !prep->launch(stream).ok(); };
+  auto step_on = [&](void* stream, int i) {
+    prep_on(stream, i);
+    ExecContext on;
+    on.mode = mode;
+    on.stream = stream;
+    failed = failed || !attend(on, a, how).ok();
+  };
+  const int reps = reps_for([&](int i) { step_on(nullptr, i); }, 3e-3);
+  double prep_total = 0, step_total = 0;
+  int n = 0;
+  const double added = mean_time_per_call(
+      state,
+      [&] {
+        const double alone = time_per_call_graph(prep_on, reps), both = time_per_call_graph(step_on, reps);
+        if (failed || alone <= 0 || both <= 0) return -1.0;
+        prep_total += alone;
+        step_total += both;
+        ++n;
+        return both - alone;
+      },
+      "qkv_prep or attention failed, or the attention call added no time");
+  if (added > 0) {
+    const double bytes = work_of(*b, hd).bytes;
+    state.counters["us"] = added * 1e6;
+    state.counters["step_us"] = step_total / n * 1e6;
+    state.counters["prep_us"] = prep_total / n * 1e6;
+    state.counters["GBs"] = bytes / added / 1e9;
+    state.counters["frac_bw"] = bytes / copy_bandwidth() / added;
+  }
+  free_batch(*b);
 }
 
 // A prefill-ceiling row (prefill_ceiling.h): one launch per call, each warpgroup 256 visits.
@@ -473,6 +558,14 @@ int main(int argc, char** argv) {
             [=](benchmark::State& st) {
               run(st, mode, seqs, context, 1, 128, true, AttentionRoute::kDecodeSegment);
             });
+      }
+    }
+    // The engine step's kernel before attention, then the call (run_step): what the call adds to a
+    // step, beside the decode-graph rows' isolated replays.
+    for (int seqs : {1, 4}) {
+      for (int64_t context : {2048, 8192}) {
+        add(absl::StrCat("decode-step/", m, "/batch=", seqs, "/context=", context),
+            [=](benchmark::State& st) { run_step(st, mode, seqs, context); });
       }
     }
     // The 64-row kernel forced on short contexts (kAuto's choice for some launches of one segment per
