@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Builds the CUDA bench and test binaries with timing probes applied: patches that change a kernel
-# on purpose (a step removed, another blocking) to measure what the rest costs. A probe's numbers
-# are only meaningful beside the unpatched kernel's, measured in the same call on the H200
-# (bench/cuda/notes/prefill-time.md and decode-small-batches.md say which probe measured what).
+# on purpose (a step removed, another blocking) to measure what the rest costs; the folder also
+# keeps variants that were measured and not kept (their patch says so), to be built again. A
+# probe's numbers are only meaningful beside the unpatched kernel's, measured in the same call on
+# the H200 (bench/cuda/notes/prefill-time.md, prefill.md and decode-small-batches.md say which probe
+# measured what).
 #   bench/cuda/probes/build.sh [--check] OUT_DIR PATCH...
 # Each patch file opens with `Base: <commit>`, the commit it was written against; the patches are
 # applied in order to a temporary worktree of that commit (they must share it), so a probe builds
