@@ -3,8 +3,8 @@
 // batch of bench_attention.cpp. The decode-step rows replay it and the attention call in one graph,
 // as a captured engine step runs them, so that the attention's set-up before its wait for the
 // previous kernel (attention_decode_segment.cuh) meets a kernel before it, where the isolated
-// decode-graph rows start from an idle device. Its own replays alone (decode-step-prep rows) give
-// what it costs by itself: the pair minus it is what the attention call adds to a step.
+// decode-graph rows replay attention calls back to back. Its own replays alone (the rows' prep_us)
+// give what it costs by itself: the pair less it is what the attention call adds to a step.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -35,7 +35,7 @@ class StepPredecessor {
   absl::Status launch(void* stream) const;
 
  private:
-  StepPredecessor(const Backend& gpu) : gpu_(gpu) {}
+  explicit StepPredecessor(const Backend& gpu) : gpu_(gpu) {}
   const Backend& gpu_;
   Mode mode_ = Mode::kInvariant;
   QkvPrepArgs args_;
