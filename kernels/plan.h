@@ -20,6 +20,14 @@ inline constexpr int kDefaultParallelUnits = 132;  // SMs of an H200
 // the vector ISA the compiler picks.
 inline constexpr int kReductionLanes = 16;
 
+// Length of each contiguous part when [0, n) is cut into `parts` parts: ceil(n / parts) rounded up
+// to a multiple of kReductionLanes, so every part begins on a lane boundary; trailing parts may be
+// empty. Split-K matmul plans cut K so and split row-reduce plans cut a row so, on every backend.
+inline int64_t lane_part_size(int64_t n, int parts) {
+  const int64_t per = (n + parts - 1) / parts;
+  return (per + kReductionLanes - 1) / kReductionLanes * kReductionLanes;
+}
+
 // How one linear call reduces K. Carried in LinearArgs; the model builds it with plan_matmul.
 struct MatmulPlan {
   // kFixedOrder: the project's own kernel, split_k contiguous parts in a fixed order.

@@ -120,11 +120,6 @@ inline float sum_lanes(const float* a, int64_t n) {
   return combine_lanes(lanes);
 }
 
-// Length of each contiguous part when [0, n) is cut into `parts` parts: ceil(n / parts) rounded
-// up to a multiple of 16, so every part begins on a lane boundary. Trailing parts may be empty.
-inline int64_t lane_part_size(int64_t n, int parts) {
-  int64_t per = (n + parts - 1) / parts;
-  return (per + kLanes - 1) / kLanes * kLanes;
-}
+using ::samebits::lane_part_size;  // kernels/plan.h: how split plans cut a row
 
 }  // namespace samebits::cpu

@@ -21,9 +21,14 @@
 //     token whose slot a later token of the call names again is skipped (the CPU's last-wins). That
 //     scan reads the later tokens' slots, O(T^2) loads per call (~33 M at an 8192-token prefill
 //     step), so it is skipped where the caller says the slots are distinct (the model's batches).
-// No reduction crosses tokens or heads: identical in both modes for single-part norm plans. A
-// split default-mode norm plan, a head_dim that is not a multiple of 16 up to 256, or unaligned
-// rows take the staged form (kernels/qkv_prep.h) through the separate kernels instead.
+// No reduction crosses tokens or heads. A split default-mode norm plan (RowReducePlan::parts > 1,
+// few rows) cuts a head row into parts of round_up(ceil(head_dim / parts), 16) values, each summed
+// in the warp order from its own start, the part sums added in part order (rmsnorm_split_kernel's
+// arithmetic); where a part is a power-of-two count of chunks (Qwen heads of 64-256 at any plan)
+// the kernel's lane group holds the parts as aligned sub-groups, each running the butterfly within
+// itself, and every lane adds the parts' sums in part order (qkv_prep_kernel<true>). Other split
+// plans, a head_dim that is not a multiple of 16 up to 256, or unaligned rows take the staged form
+// (kernels/qkv_prep.h) through the separate kernels instead.
 // A bad position or slot skips the token and is reported by the next synchronize.
 #include "kernels/cuda/cuda_common.h"
 #include "kernels/cuda/cuda_ops.h"
@@ -36,6 +41,7 @@ namespace {
 
 constexpr int kWarps = 8;
 constexpr int kMaxHeadDim = 256;  // 32 lanes x 8 values
+constexpr int kMaxNormParts = 8;  // a split norm plan's parts at most (plan_row_reduce: head_dim / 32 at 256)
 constexpr int kHeadsInFlight = 3;  // heads a lane group loads before it computes any (Qwen3-8B: 48 heads, 16 groups)
 
 struct HeadAt {
@@ -86,7 +92,39 @@ __device__ __forceinline__ bool slot_named_later(const QkvPrepArgs& a, int64_t t
   return later;
 }
 
-__global__ void __launch_bounds__(kWarps * 32, 4) qkv_prep_kernel(QkvPrepArgs a, cuda::DeviceError* box) {
+// A head row's sum of squares under a split norm plan, on the lanes of the head's group (lane
+// base + c holds chunk c, +0 past the row). A part is `part_chunks` chunks (a power of two, so it
+// is an aligned sub-group of lanes) summed by the butterfly within it: rmsnorm_split_kernel's warp
+// order from the part's start, whose steps across the sub-group would add the +0 of lanes past the
+// part (warp_butterfly_sum's rule). Then every lane adds the parts' sums in part order from part 0,
+// as that kernel's one thread does. q and k heads (different plans) may share a warp, so every lane
+// runs every shuffle and keeps what its own part needs. part_chunks = 32 for a whole row of one
+// head per warp: the whole-warp butterfly, one part.
+__device__ __forceinline__ float split_sum_of_squares(float sq, int part_chunks, int base, int chunks) {
+  float acc = sq;
+#pragma unroll
+  for (int o = 16; o >= 1; o >>= 1) {
+    const float other = __shfl_xor_sync(0xffffffffu, acc, o);
+    if (o < part_chunks) acc = acc + other;
+  }
+  float ss = 0.0f;
+#pragma unroll
+  for (int p = 0; p < kMaxNormParts; ++p) {
+    const int start = p * part_chunks;
+    const float part = __shfl_sync(0xffffffffu, acc, (base + start) & 31);
+    if (start < chunks) ss = p == 0 ? part : ss + part;
+  }
+  return ss;
+}
+
+// kSplitNorm: q_part_chunks / k_part_chunks are the chunks of one norm part of a q / k head
+// (split_sum_of_squares); false: both plans are one part, the lane group's butterfly (the
+// invariant kernel's code, unchanged). Split plans come with few rows (default mode's small
+// steps: a few blocks), so that form may take more registers than 4 blocks an SM allow (it spilled
+// at 64).
+template <bool kSplitNorm>
+__global__ void __launch_bounds__(kWarps * 32, kSplitNorm ? 2 : 4)
+    qkv_prep_kernel(QkvPrepArgs a, int q_part_chunks, int k_part_chunks, cuda::DeviceError* box) {
   cuda::wait_for_previous_kernel();
   const int64_t t = blockIdx.x;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
@@ -156,7 +194,13 @@ __global__ void __launch_bounds__(kWarps * 32, 4) qkv_prep_kernel(QkvPrepArgs a,
       const bool qk = valid && at.kind != 2;
       uint4 v = x[i];
       if (norm) {
-        const float ss = cuda::warp_butterfly_sum(active ? cuda::add_squares8(0.0f, v) : 0.0f, first_offset);
+        const float sq = active ? cuda::add_squares8(0.0f, v) : 0.0f;
+        float ss;
+        if constexpr (kSplitNorm) {
+          ss = split_sum_of_squares(sq, at.kind == 0 ? q_part_chunks : k_part_chunks, group * chunks, chunks);
+        } else {
+          ss = cuda::warp_butterfly_sum(sq, first_offset);
+        }
         if (qk) {
           float y[8];
           cuda::normed8(v, norm_weights[at.kind][sub], cuda::inverse_rms(ss, D, a.eps), y);
@@ -202,9 +246,22 @@ absl::Status copy_rows(const ExecContext& ctx, bf16* dst, int64_t dst_stride, co
                            "qkv_prep row copy");
 }
 
+// The chunks of one norm part of a head under `plan` for split_sum_of_squares, 0 where the kernel
+// cannot hold its parts (not a power of two, or more than kMaxNormParts parts). One part: the lane
+// group's width (32 where a warp holds one head: the whole-warp butterfly).
+int part_chunks(const RowReducePlan& plan, int head_dim) {
+  const int chunks = head_dim / 8;
+  if (plan.parts <= 1) return (chunks & (chunks - 1)) == 0 ? chunks : 32;
+  const int part = int(lane_part_size(head_dim, plan.parts) / 8);
+  if ((part & (part - 1)) != 0 || cuda::ceil_div64(chunks, part) > kMaxNormParts) return 0;
+  return part;
+}
+
 bool fused_applies(const QkvPrepArgs& a) {
-  if (a.q_norm != nullptr && (a.q_plan.parts > 1 || a.k_plan.parts > 1)) return false;
   if (a.head_dim % 16 != 0 || a.head_dim > kMaxHeadDim) return false;
+  if (a.q_norm != nullptr && (part_chunks(a.q_plan, a.head_dim) == 0 || part_chunks(a.k_plan, a.head_dim) == 0)) {
+    return false;
+  }
   if (a.q_stride % 8 != 0 || a.kv_stride % 8 != 0) return false;
   for (const void* p : {(const void*)a.q_in, (const void*)a.k_in, (const void*)a.v_in, (const void*)a.q,
                         (const void*)a.k, (const void*)a.v, (const void*)a.q_norm, (const void*)a.k_norm,
@@ -222,8 +279,15 @@ absl::Status cuda_qkv_prep(const ExecContext& ctx, const QkvPrepArgs& a) {
   if (!fused_applies(a) || a.T > INT32_MAX) {
     return qkv_prep_staged(ctx, a, QkvPrepStages{copy_rows, cuda_rmsnorm, cuda_rope, cuda_kv_write});
   }
-  return cuda::launch_after_previous("qkv_prep_kernel", qkv_prep_kernel, dim3(unsigned(a.T)), dim3(kWarps * 32), 0,
-                                     cuda::stream_of(ctx), a, cuda::device_error_mailbox());
+  const bool split = a.q_norm != nullptr && (a.q_plan.parts > 1 || a.k_plan.parts > 1);
+  const dim3 grid(unsigned(a.T)), block(kWarps * 32);
+  if (!split) {
+    return cuda::launch_after_previous("qkv_prep_kernel", qkv_prep_kernel<false>, grid, block, 0, cuda::stream_of(ctx),
+                                       a, 0, 0, cuda::device_error_mailbox());
+  }
+  return cuda::launch_after_previous("qkv_prep_kernel<split norm>", qkv_prep_kernel<true>, grid, block, 0,
+                                     cuda::stream_of(ctx), a, part_chunks(a.q_plan, a.head_dim),
+                                     part_chunks(a.k_plan, a.head_dim), cuda::device_error_mailbox());
 }
 
 }  // namespace samebits

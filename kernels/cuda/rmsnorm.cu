@@ -305,8 +305,7 @@ absl::Status cuda_rmsnorm(const ExecContext& ctx, const RmsNormArgs& a) {
                                        dim3(kWarpsPerBlock * 32), 0, stream, p);
   }
   if (a.rows > INT32_MAX) return absl::InvalidArgumentError("rmsnorm: too many rows for split reduction");
-  const int64_t per = cuda::ceil_div64(a.dim, plan.parts);
-  const int64_t part_len = (per + kReductionLanes - 1) / kReductionLanes * kReductionLanes;
+  const int64_t part_len = lane_part_size(a.dim, plan.parts);
   return cuda::launch_after_previous("rmsnorm_split_kernel", rmsnorm_split_kernel, dim3(unsigned(a.rows)),
                                      dim3(kWarpsPerBlock * 32), size_t(plan.parts) * sizeof(float), stream, p,
                                      plan.parts, part_len);

@@ -34,9 +34,15 @@ struct Outputs {
 enum class Route { kFused, kSeparateOps, kStages };
 enum class Slots { kOneNamedTwice, kDistinctDeclared };
 
+// The head norms' plans (QkvPrepArgs::q_plan / k_plan): default mode splits the rows' sums of
+// squares into parts where there are few rows (one token: 32 q head rows of 128, 4 parts each).
+struct NormParts {
+  int q = 1, k = 1;
+};
+
 // Runs one shape on the GPU by `route`; norm_ulp adds one ulp to q_norm[0] (the inverse test).
 Outputs run(const Backend& gpu, const Shape& s, Route route, bool norm_ulp = false,
-            Slots slot_kind = Slots::kOneNamedTwice) {
+            Slots slot_kind = Slots::kOneNamedTwice, NormParts parts = {}) {
   const int64_t q_dim = int64_t(s.hq) * s.D, kv_dim = int64_t(s.hkv) * s.D;
   const int64_t stride = q_dim + 2 * kv_dim + 8, slots = 4 * s.T + 16, max_pos = 4096;
   const auto qkv = random_bf16(size_t(s.T * stride), 21, 3.f);
@@ -66,6 +72,7 @@ Outputs run(const Backend& gpu, const Shape& s, Route route, bool norm_ulp = fal
   a.slot_mapping = d_map->data(), a.k_cache = d_kc->data(), a.v_cache = d_vc->data(), a.num_slots = slots;
   a.q = q.data(), a.k = k.data(), a.v = v.data();
   a.slots_distinct = slot_kind == Slots::kDistinctDeclared;
+  a.q_plan.parts = parts.q, a.k_plan.parts = parts.k;
   ExecContext ctx;
   auto ok = [](const absl::Status& st) { EXPECT_TRUE(st.ok()) << st; };
   if (route == Route::kFused) {
@@ -90,9 +97,10 @@ Outputs run(const Backend& gpu, const Shape& s, Route route, bool norm_ulp = fal
       std::copy_n(&qkv[size_t(t * stride + q_dim + kv_dim)], kv_dim, &hv[size_t(t * kv_dim)]);
     }
     q.upload(hq), k.upload(hk), v.upload(hv);
-    for (auto [x, w, rows] : {std::tuple{q.data(), a.q_norm, s.T * s.hq}, {k.data(), a.k_norm, s.T * s.hkv}}) {
+    for (auto [x, w, rows, plan] :
+         {std::tuple{q.data(), a.q_norm, s.T * s.hq, a.q_plan}, {k.data(), a.k_norm, s.T * s.hkv, a.k_plan}}) {
       RmsNormArgs r;
-      r.x = x, r.weight = w, r.rows = rows, r.dim = s.D, r.eps = a.eps, r.y = x;
+      r.x = x, r.weight = w, r.rows = rows, r.dim = s.D, r.eps = a.eps, r.y = x, r.plan = plan;
       ok(gpu.rmsnorm(ctx, r));
     }
     ok(gpu.rope(ctx, RopeArgs{q.data(), k.data(), a.positions, s.T, s.hq, s.hkv, s.D, a.table, max_pos}));
@@ -121,6 +129,37 @@ TEST(GpuQkvPrep, FusedEqualsSeparateOpsAndStagesBitwise) {
                 run(*gpu, s, Route::kSeparateOps, false, Slots::kDistinctDeclared))
         << "fused with slots_distinct vs separate ops";
   }
+}
+
+// Default mode's split head-norm plans (few rows): the fused kernel sums each part of a head row
+// in its own lane sub-group and adds the parts in part order, which must give the bits of
+// rmsnorm's split kernel through the separate ops and the stages. Plans of 1-8 parts, q and k
+// heads of different plans sharing a warp, one head per warp (48, 112: ragged last parts), and a
+// plan whose parts the kernel cannot hold (96: parts of 6 chunks, the staged form). The inverse:
+// the same rows under one part give other bits (the split is really taken).
+TEST(GpuQkvPrep, SplitNormPlansFusedEqualsSeparateOpsBitwise) {
+  SAMEBITS_REQUIRE_GPU();
+  struct Case {
+    Shape s;
+    NormParts parts;
+  };
+  for (const Case& c : sweep<Case>({{{1, 32, 8, 128}, {4, 4}}, {{4, 32, 8, 128}, {1, 4}}, {{9, 32, 8, 128}, {2, 1}},
+                                    {{37, 4, 2, 64}, {2, 2}}, {{5, 16, 16, 256}, {8, 2}}, {{5, 16, 16, 256}, {4, 4}},
+                                    {{3, 5, 3, 112}, {2, 2}}, {{6, 3, 1, 48}, {2, 1}}, {{7, 2, 1, 40}, {2, 2}},
+                                    {{13, 5, 3, 96}, {2, 2}}},
+                                   {{{1, 32, 8, 128}, {4, 4}}, {{9, 32, 8, 128}, {2, 1}}})) {
+    const Shape& s = c.s;
+    SCOPED_TRACE(::testing::Message() << "T " << s.T << " heads " << s.hq << "/" << s.hkv << " head_dim " << s.D
+                                      << " parts q " << c.parts.q << " k " << c.parts.k);
+    const Outputs fused = run(*gpu, s, Route::kFused, false, Slots::kOneNamedTwice, c.parts);
+    EXPECT_TRUE(fused == run(*gpu, s, Route::kSeparateOps, false, Slots::kOneNamedTwice, c.parts))
+        << "fused vs separate ops";
+    EXPECT_TRUE(fused == run(*gpu, s, Route::kStages, false, Slots::kOneNamedTwice, c.parts))
+        << "fused vs one stage per call";
+  }
+  const Shape many{300, 32, 8, 128};
+  EXPECT_FALSE(run(*gpu, many, Route::kFused, false, Slots::kOneNamedTwice, {4, 4}) == run(*gpu, many, Route::kFused))
+      << "4-part head norms gave the bits of 1-part ones: the split plan was not taken";
 }
 
 TEST(GpuQkvPrep, BadPositionAndSlotAreReported) {
