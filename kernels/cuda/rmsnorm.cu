@@ -17,7 +17,9 @@
 //   exactly the invariant kernel. parts > 1 (few rows): one block per row, the row cut into
 //   `parts` contiguous parts of round_up(ceil(dim / parts), 16) values (as the CPU), each reduced
 //   in the warp order by one warp, the part sums added in part order (part 0 first) by one thread.
-//   parts grows as rows shrink, so a row's bits follow the batch size. No atomics.
+//   parts grows as rows shrink, so a row's bits follow the batch size. No atomics. Rows of at most
+//   8192 values with 16-byte aligned pointers take rmsnorm_split_vec_kernel (the same sums with
+//   the row's loads all issued at once: memory access only).
 #include <algorithm>
 
 #include "kernels/cuda/cuda_common.h"
@@ -280,6 +282,84 @@ __global__ void __launch_bounds__(kMaxWarpsPerRow * 32, 4) rmsnorm_rows_vec_kern
   }
 }
 
+// Default mode's split plan on the register path (rmsnorm_split_vec_kernel; few rows, one block of
+// kSplitVecThreads per row): thread t holds chunks t, t + 256, ... of the row, all loaded at once;
+// h = bf16(x + residual) is stored back and put in shared memory. Each part's warp order is then
+// read from shared memory, parts side by side in a warp where a part has at most 16 chunks: an
+// aligned group of `group` lanes (part chunks rounded up to a power of two) per part, the
+// butterfly within the group (warp_butterfly_sum's rule: the lanes past the part hold +0, as in
+// rmsnorm_split_kernel's whole warp); a part of more chunks takes a whole warp, lane l its chunks l,
+// l + 32, ... The part sums are added in part order by one thread and y is written from the
+// registers. Same sums and per-element arithmetic as rmsnorm_split_kernel (gpu test); one memory
+// latency per row where that kernel waits once per part a warp takes in turn (128 parts of a row of
+// 4096 at one row: 16 in turn).
+constexpr int kSplitVecThreads = 256;
+constexpr int kSplitVecChunksPerThread = 4;  // rows of up to 256 * 4 * 8 = 8192 values
+
+__global__ void __launch_bounds__(kSplitVecThreads)
+    rmsnorm_split_vec_kernel(RmsParams p, int parts, int part_chunks, int group) {
+  extern __shared__ uint4 row_h[];  // [dim / 8] chunks of h, then float part_sums[parts]
+  float* part_sums = reinterpret_cast<float*>(row_h + p.dim / 8);
+  __shared__ float inv_shared;
+  cuda::wait_for_previous_kernel();
+  constexpr int K = kSplitVecChunksPerThread;
+  const int chunks = int(p.dim / 8), t = int(threadIdx.x), lane = t & 31, warp = t >> 5;
+  const int64_t base = int64_t(blockIdx.x) * p.dim;
+  uint4 h[K], r[K], w[K];
+#pragma unroll
+  for (int c = 0; c < K; ++c) {
+    const int chunk = t + kSplitVecThreads * c;
+    if (chunk >= chunks) break;
+    h[c] = *reinterpret_cast<const uint4*>(p.x + base + int64_t(chunk) * 8);
+    if (p.residual != nullptr) r[c] = *reinterpret_cast<const uint4*>(p.residual + base + int64_t(chunk) * 8);
+    w[c] = *reinterpret_cast<const uint4*>(p.weight + int64_t(chunk) * 8);
+  }
+#pragma unroll
+  for (int c = 0; c < K; ++c) {
+    const int chunk = t + kSplitVecThreads * c;
+    if (chunk >= chunks) break;
+    if (p.residual != nullptr) {
+      float s[8];
+#pragma unroll
+      for (int e = 0; e < 8; ++e) s[e] = bf16_at(h[c], e) + bf16_at(r[c], e);
+      h[c] = pack_bf16x8(s);
+      *reinterpret_cast<uint4*>(p.residual + base + int64_t(chunk) * 8) = h[c];
+    }
+    row_h[chunk] = h[c];
+  }
+  __syncthreads();
+  const int per_warp = 32 / group, sub = lane % group;
+  for (int first = warp * per_warp; first < parts; first += kSplitVecThreads / 32 * per_warp) {  // warp-uniform
+    const int q = first + lane / group;
+    float acc = 0.0f;
+    if (q < parts) {
+      for (int i = sub; i < part_chunks; i += 32) {
+        const int chunk = q * part_chunks + i;
+        if (chunk >= chunks) break;
+        acc = add_squares8(acc, row_h[chunk]);
+      }
+    }
+    const float sum = warp_butterfly_sum(acc, group / 2);
+    if (sub == 0 && q < parts) part_sums[q] = sum;
+  }
+  __syncthreads();
+  if (t == 0) {
+    float ss = part_sums[0];
+    for (int q = 1; q < parts && q * part_chunks < chunks; ++q) ss = ss + part_sums[q];
+    inv_shared = inverse_rms(ss, p.dim, p.eps);
+  }
+  __syncthreads();
+  const float inv = inv_shared;
+#pragma unroll
+  for (int c = 0; c < K; ++c) {
+    const int chunk = t + kSplitVecThreads * c;
+    if (chunk >= chunks) break;
+    float y[8];
+    normed8(h[c], w[c], inv, y);
+    *reinterpret_cast<uint4*>(p.y + base + int64_t(chunk) * 8) = pack_bf16x8(y);
+  }
+}
+
 bool aligned16(const void* ptr) { return (reinterpret_cast<uintptr_t>(ptr) & 15) == 0; }
 
 }  // namespace
@@ -306,6 +386,15 @@ absl::Status cuda_rmsnorm(const ExecContext& ctx, const RmsNormArgs& a) {
   }
   if (a.rows > INT32_MAX) return absl::InvalidArgumentError("rmsnorm: too many rows for split reduction");
   const int64_t part_len = lane_part_size(a.dim, plan.parts);
+  if (p.vec && aligned16(a.weight) && aligned16(a.y) && a.dim <= int64_t(kSplitVecThreads) * kSplitVecChunksPerThread * 8) {
+    const int part_chunks = int(part_len / 8);
+    int group = 2;  // part_len >= 16
+    while (group < part_chunks && group < 32) group *= 2;
+    const int filled = int(cuda::ceil_div64(a.dim / 8, part_chunks));  // parts past the row are empty
+    const size_t shared = size_t(a.dim / 8) * sizeof(uint4) + size_t(filled) * sizeof(float);
+    return cuda::launch_after_previous("rmsnorm_split_vec_kernel", rmsnorm_split_vec_kernel, dim3(unsigned(a.rows)),
+                                       dim3(kSplitVecThreads), shared, stream, p, filled, part_chunks, group);
+  }
   return cuda::launch_after_previous("rmsnorm_split_kernel", rmsnorm_split_kernel, dim3(unsigned(a.rows)),
                                      dim3(kWarpsPerBlock * 32), size_t(plan.parts) * sizeof(float), stream, p,
                                      plan.parts, part_len);

@@ -72,16 +72,19 @@ TEST(GpuRmsNorm, MatchesCpuBackend) {
 // the plain warp path (the same data one element off 16-byte alignment) must give the same bits:
 // only memory access differs. Shapes: 1 warp per row (rows not a multiple of the 4 per block
 // included), 2, 3, 4, 5 and 8 warps, a last warp holding one chunk of one lane (1032), and 8200
-// values (plain path on both sides).
+// values (plain path on both sides). Each under one part (invariant mode's plan) and under default
+// mode's split plans (rmsnorm_split_vec_kernel against rmsnorm_split_kernel): 3 parts (parts of
+// more than 32 chunks, or a ragged last part), 16 and 128 (parts of 2-16 chunks side by side in a
+// warp, parts past the row's end).
 TEST(GpuRmsNorm, RegisterPathEqualsPlainPathBitwise) {
   SAMEBITS_REQUIRE_GPU();
   const int64_t shapes[][2] = {{1000, 4096}, {40, 128}, {9, 1000}, {3, 64},  {133, 256}, {33, 2048},
                                {5, 3072},    {7, 1032}, {4, 5120}, {3, 8192}, {2, 8200}};
   uint64_t seed = 100;
   for (const auto& s : shapes) {
-    for (bool with_residual : {false, true}) {
+    for (auto [with_residual, parts] : {std::pair{false, 1}, {true, 1}, {false, 3}, {true, 16}, {true, 128}}) {
       const int64_t rows = s[0], dim = s[1], n = rows * dim;
-      SCOPED_TRACE(absl::StrCat("rows=", rows, " dim=", dim, with_residual ? " +residual" : ""));
+      SCOPED_TRACE(absl::StrCat("rows=", rows, " dim=", dim, with_residual ? " +residual" : "", " parts=", parts));
       const auto x = random_bf16(size_t(n), ++seed, 3.f);
       const auto r = random_bf16(size_t(n), ++seed, 3.f);
       const auto w = random_bf16(size_t(dim), ++seed, 1.5f);
@@ -98,7 +101,8 @@ TEST(GpuRmsNorm, RegisterPathEqualsPlainPathBitwise) {
         RmsNormArgs a;
         a.x = dx->data() + offset, a.residual = with_residual ? dr->data() + offset : nullptr;
         a.weight = dw->data() + offset, a.rows = rows, a.dim = dim, a.eps = 1e-6f, a.y = dy.data() + offset;
-        ExecContext ctx;  // invariant: one warp per row on both paths
+        a.plan.parts = parts;
+        ExecContext ctx;
         SAMEBITS_ASSERT_OK(gpu->rmsnorm(ctx, a));
         SAMEBITS_ASSERT_OK(gpu->synchronize(ctx));
         const std::vector<bf16> yo = dy.download(), hr = dr->download();
