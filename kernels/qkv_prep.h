@@ -1,8 +1,8 @@
 // QkvPrepArgs (kernels/ops.h) as separate stages through a backend's own ops: the heads copied to
 // the dense outputs, then rmsnorm over head rows, rope and kv_write on those outputs. The CPU
 // backend's qkv_prep is exactly this; the CUDA backend's where its fused kernel does not apply (a
-// split default-mode norm plan whose parts it cannot hold, a head size it does not take). The fused kernel computes
-// the same arithmetic per element, so both give the same bits.
+// split default-mode norm plan whose parts it cannot hold, a head size it does not take). The
+// fused kernel computes the same arithmetic per element, so both give the same bits.
 #pragma once
 #include <cstdint>
 
