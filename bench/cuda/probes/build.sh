@@ -9,9 +9,9 @@
 # Each patch file opens with `Base: <commit>`, the commit it was written against; the patches are
 # applied in order to a temporary worktree of that commit (they must share it), so a probe builds
 # as it was measured whatever main has become since. The worktree is built with the cuda preset
-# (ccache when present) and bench_cuda_attention and gpu_tests are copied to OUT_DIR; --check
-# stops after applying the patches. Exit status: 0 done, 1 a patch does not apply or the build
-# fails, 2 bad arguments.
+# (ccache when present) and bench_cuda_attention, bench_cuda_matmul and gpu_tests are copied to
+# OUT_DIR; --check stops after applying the patches. Exit status: 0 done, 1 a patch does not apply
+# or the build fails, 2 bad arguments.
 set -euo pipefail
 
 usage() { echo "usage: bench/cuda/probes/build.sh [--check] OUT_DIR PATCH..." >&2; exit 2; }
@@ -52,8 +52,9 @@ if command -v ccache >/dev/null; then
   launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache)
 fi
 (cd "$tree" && cmake --preset cuda "${launcher[@]}" >/dev/null &&
-  cmake --build build/cuda --target bench_cuda_attention gpu_tests) ||
+  cmake --build build/cuda --target bench_cuda_attention bench_cuda_matmul gpu_tests) ||
   { echo "probes: the build of $base with ${#patches[@]} patch(es) failed" >&2; exit 1; }
 mkdir -p "$out"
-cp "$tree/build/cuda/bench/cuda/bench_cuda_attention" "$tree/build/cuda/tests/gpu/gpu_tests" "$out/"
-echo "probes: $out/bench_cuda_attention and $out/gpu_tests ($base + ${#patches[@]} patch(es))"
+cp "$tree/build/cuda/bench/cuda/bench_cuda_attention" "$tree/build/cuda/bench/cuda/bench_cuda_matmul" \
+  "$tree/build/cuda/tests/gpu/gpu_tests" "$out/"
+echo "probes: $out/bench_cuda_attention, bench_cuda_matmul and gpu_tests ($base + ${#patches[@]} patch(es))"
