@@ -25,6 +25,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "bench/cuda/bench_support.h"
+#include "bench/cuda/chain_floor.h"
 #include "kernels/cuda/cuda_ops.h"
 
 namespace samebits::bench {
@@ -136,6 +137,28 @@ void compare(benchmark::State& state, int64_t N, int64_t K, int64_t M) {
   state.counters["previous_config"] = configs[2];
 }
 
+// A chain-floor row (chain_floor.h): 64 blocks (the 64-row weight tiles of N = 4096) of one
+// warpgroup, each thread 65536 dependent k16 steps per launch; ns_per_step is what one step of a
+// small-M tile's K chain costs (K = 4096 is 256 steps, K = 12288 768), us_k4096 that times 256.
+void chain_floor(benchmark::State& state, ChainShape shape) {
+  if (gpu() == nullptr) {
+    state.SkipWithError("no CUDA device");
+    return;
+  }
+  constexpr int kBlocks = 64, kSteps = 1 << 16;
+  auto* sink = static_cast<float*>(*gpu()->alloc(4));
+  bool failed = false;
+  auto call = [&](int) { failed = failed || !launch_chain_floor(nullptr, shape, kBlocks, kSteps, sink); };
+  const int reps = reps_for(call, 20e-3);
+  const double t = mean_time_per_call(
+      state, [&] { return failed ? -1.0 : time_per_call(call, reps); }, "launch failed (no sm_90a kernel on this device?)");
+  if (t > 0) {
+    state.counters["ns_per_step"] = t / kSteps * 1e9;
+    state.counters["us_k4096"] = t / kSteps * 256 * 1e6;
+  }
+  gpu()->free(sink);
+}
+
 std::string key(const char* kind, int64_t N, int64_t K, int64_t M) {
   return absl::StrCat("matmul/", kind, "/N=", N, "/K=", K, "/M=", M);
 }
@@ -170,6 +193,13 @@ int main(int argc, char** argv) {
             ->UseManualTime()->Iterations(3)->Unit(benchmark::kMicrosecond);
       }
     }
+  }
+  for (const ChainShape& c : {ChainShape{ChainKind::kMmaSync, 8}, ChainShape{ChainKind::kMmaSync, 16},
+                              ChainShape{ChainKind::kWgmma, 16}}) {
+    const char* kind = c.kind == ChainKind::kMmaSync ? "mma.sync" : "wgmma";
+    benchmark::RegisterBenchmark(absl::StrCat("chain-floor/", kind, "/n=", c.n).c_str(),
+                                 [=](benchmark::State& st) { chain_floor(st, c); })
+        ->UseManualTime()->Iterations(3)->Unit(benchmark::kMicrosecond);
   }
   int nargs = int(args.size());
   benchmark::Initialize(&nargs, args.data());

@@ -1,0 +1,29 @@
+// The K-chain floor of the small-M linear tiles (bench_matmul.cpp's chain-floor rows). The
+// invariant linear makes every output element ONE chain of k16 tensor-core steps in increasing k
+// (kernels/cuda/sm90a/linear_tma.cu), so at small M, where a tile is such chains side by side
+// (N = 4096: 64 tiles of 64 weight rows for 132 SMs), a tile cannot take less than K / 16 dependent
+// steps. Here each block repeats dependent k16 steps with its operands already in registers or
+// shared memory (no copies, no barriers, no epilogue): what one step of the chain costs on the
+// machine, as the small-M tiles issue it: mma.sync m16n8k16 (each of four warps 16 rows x `n`
+// columns, n / 8 independent mmas a step, as configuration 35's warps) or wgmma m64n16k16 (one
+// warpgroup, groups of four steps committed with one group left in flight, as the swapped wgmma
+// tiles). Outputs are nonsense; timing only.
+#pragma once
+
+namespace samebits::bench {
+
+enum class ChainKind { kMmaSync, kWgmma };
+
+struct ChainShape {
+  ChainKind kind = ChainKind::kMmaSync;
+  int n = 16;  // columns per warp (mma.sync: 8 or 16) or per warpgroup (wgmma: 16)
+};
+
+// Whether launch_chain_floor has a kernel for the shape.
+bool has_chain_floor(const ChainShape& shape);
+// Launches `blocks` blocks of one warpgroup, each thread `steps` dependent k16 steps (a multiple of
+// 4); `sink` receives a value only if the accumulators fold to one they never give. False on a
+// launch error or a shape without a kernel.
+bool launch_chain_floor(void* stream, const ChainShape& shape, int blocks, int steps, float* sink);
+
+}  // namespace samebits::bench
