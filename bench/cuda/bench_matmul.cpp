@@ -11,6 +11,8 @@
 // the geometric mean and the worst ratio of each.
 // Flags (before Google Benchmark's own): --sweep also times every tile configuration of the
 // invariant kernel alone (to tune the automatic choice); --quick uses fewer M values.
+// The chain-floor and ring-floor rows (chain_floor.h) time the two halves of a small-M tile apart:
+// its K chain of dependent k16 steps, and its copy ring without the tensor-core work.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -159,6 +161,37 @@ void chain_floor(benchmark::State& state, ChainShape shape) {
   gpu()->free(sink);
 }
 
+// A ring-floor row (chain_floor.h): the small-M tiles' copy ring alone over the weight of
+// N = K = 4096 (32 MiB; four copies taken in turn, 128 MiB, so that none sits in L2 as the
+// compare rows' rotated weights) and 16 rows of x; ns_per_stage is the launch time over the 64 k
+// tiles.
+void ring_floor(benchmark::State& state, RingShape shape) {
+  if (gpu() == nullptr) {
+    state.SkipWithError("no CUDA device");
+    return;
+  }
+  constexpr int kN = 4096, kK = 4096, kCopies = 4;
+  void* w = *gpu()->alloc(size_t(kCopies) * kN * kK * 2);
+  void* x = *gpu()->alloc(size_t(16) * kK * 2);
+  cudaMemset(w, 0, size_t(kCopies) * kN * kK * 2);
+  cudaMemset(x, 0, size_t(16) * kK * 2);
+  bool failed = false;
+  auto call = [&](int i) {
+    const void* wi = static_cast<const char*>(w) + size_t(i % kCopies) * kN * kK * 2;
+    failed = failed || !launch_ring_floor(nullptr, shape, wi, kN, kK, x);
+  };
+  const int reps = reps_for(call, 20e-3);
+  const double t = mean_time_per_call(
+      state, [&] { return failed ? -1.0 : time_per_call(call, reps); }, "launch failed (no sm_90a kernel on this device?)");
+  if (t > 0) {
+    state.counters["us"] = t * 1e6;
+    state.counters["ns_per_stage"] = t / (kK / 64) * 1e9;
+    state.counters["weight_TBs"] = double(kN) * kK * 2 / t / 1e12;
+  }
+  gpu()->free(w);
+  gpu()->free(x);
+}
+
 std::string key(const char* kind, int64_t N, int64_t K, int64_t M) {
   return absl::StrCat("matmul/", kind, "/N=", N, "/K=", K, "/M=", M);
 }
@@ -199,6 +232,14 @@ int main(int argc, char** argv) {
     const char* kind = c.kind == ChainKind::kMmaSync ? "mma.sync" : "wgmma";
     benchmark::RegisterBenchmark(absl::StrCat("chain-floor/", kind, "/n=", c.n).c_str(),
                                  [=](benchmark::State& st) { chain_floor(st, c); })
+        ->UseManualTime()->Iterations(3)->Unit(benchmark::kMicrosecond);
+  }
+  for (const RingShape& r : {RingShape{32, 32, true}, RingShape{64, 20, true}, RingShape{64, 20, false},
+                             RingShape{128, 10, true}, RingShape{64, 20, true, true}, RingShape{32, 32, true, true}}) {
+    benchmark::RegisterBenchmark(absl::StrCat("ring-floor/box=", r.box_rows, "/stages=", r.stages,
+                                              r.with_x ? "" : "/no-x", r.tiled ? "/tiled" : "")
+                                     .c_str(),
+        [=](benchmark::State& st) { ring_floor(st, r); })
         ->UseManualTime()->Iterations(3)->Unit(benchmark::kMicrosecond);
   }
   int nargs = int(args.size());

@@ -6,6 +6,7 @@
 #include <cuda_runtime.h>
 
 #include "kernels/cuda/cuda_common.h"
+#include "kernels/cuda/sm90a/tma_ops.cuh"
 #include "kernels/cuda/sm90a/wgmma_ops.cuh"
 #include "kernels/cuda/tensor_core.cuh"
 
@@ -63,7 +64,85 @@ __global__ void __launch_bounds__(128) wgmma_chain_kernel(int steps, float* sink
 #endif
 }
 
+// The ring alone (RingShape): thread 0 produces, warpgroup 1 consumes.
+template <int BOX_ROWS, int STAGES>
+struct Ring {
+  static constexpr int kA = BOX_ROWS * 128, kStage = kA + 16 * 128, kSmem = STAGES * kStage + 1024 + 16 * STAGES;
+};
+
+template <int BOX_ROWS, int STAGES>
+__global__ void __launch_bounds__(256) ring_floor_kernel(const __grid_constant__ CUtensorMap map_w,
+                                                         const __grid_constant__ CUtensorMap map_x, int K,
+                                                         bool with_x, bool tiled) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  using R = Ring<BOX_ROWS, STAGES>;
+  extern __shared__ unsigned char smem_raw[];
+  const uint32_t base = (cuda::smem_addr(smem_raw) + 1023u) & ~1023u;
+  const uint32_t full = base + STAGES * R::kStage, empty = full + 8 * STAGES;
+  const int tid = threadIdx.x, KT = (K + 63) / 64, row0 = blockIdx.x * BOX_ROWS;
+  if (tid == 0) {
+    for (int s = 0; s < STAGES; ++s) {
+      cuda::mbar_init(full + 8 * s, 1);
+      cuda::mbar_init(empty + 8 * s, 128);
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+  }
+  __syncthreads();
+  if (tid < 128) {
+    if (tid == 0) {
+      for (int kt = 0; kt < KT; ++kt) {
+        const int s = kt % STAGES;
+        cuda::mbar_wait(empty + 8 * s, ((kt / STAGES) & 1) ^ 1);
+        cuda::mbar_expect_tx(full + 8 * s, with_x ? R::kStage : R::kA);
+        if (tiled) {  // box (block, kt) is rows (block * KT + kt) * BOX_ROWS.. of the [.., 64] view
+          cuda::tma_load_2d(base + s * R::kStage, &map_w, 0, (blockIdx.x * KT + kt) * BOX_ROWS, full + 8 * s);
+        } else {
+          cuda::tma_load_2d(base + s * R::kStage, &map_w, kt * 64, row0, full + 8 * s);
+        }
+        if (with_x) cuda::tma_load_2d(base + s * R::kStage + R::kA, &map_x, kt * 64, 0, full + 8 * s);
+      }
+    }
+  } else {
+    for (int kt = 0; kt < KT; ++kt) {
+      const int s = kt % STAGES;
+      cuda::mbar_wait(full + 8 * s, (kt / STAGES) & 1);
+      cuda::mbar_arrive(empty + 8 * s);
+    }
+  }
+#endif
+}
+
+template <int BOX_ROWS, int STAGES>
+bool launch_ring(cudaStream_t stream, const void* w, int rows, int K, const void* x, bool with_x, bool tiled) {
+  using R = Ring<BOX_ROWS, STAGES>;
+  auto kernel = ring_floor_kernel<BOX_ROWS, STAGES>;
+  if (cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, R::kSmem) != cudaSuccess) return false;
+  CUtensorMap map_w, map_x;
+  const int KT = (K + 63) / 64;
+  const bool mapped = tiled ? cuda::make_tma_map(&map_w, static_cast<const bf16*>(w), rows * KT, 64, BOX_ROWS).ok()
+                            : cuda::make_tma_map(&map_w, static_cast<const bf16*>(w), rows, K, BOX_ROWS).ok();
+  if (!mapped ||
+      !cuda::make_tma_map(&map_x, static_cast<const bf16*>(x), 16, K, 16).ok()) {
+    return false;
+  }
+  kernel<<<(rows + BOX_ROWS - 1) / BOX_ROWS, 256, R::kSmem, stream>>>(map_w, map_x, K, with_x, tiled);
+  return cudaGetLastError() == cudaSuccess;
+}
+
 }  // namespace
+
+bool has_ring_floor(const RingShape& shape) {
+  return (shape.box_rows == 32 && shape.stages == 32) || (shape.box_rows == 64 && shape.stages == 20) ||
+         (shape.box_rows == 128 && shape.stages == 10);
+}
+
+bool launch_ring_floor(void* stream, const RingShape& shape, const void* w, int rows, int K, const void* x) {
+  if (!has_ring_floor(shape)) return false;
+  cudaStream_t s = static_cast<cudaStream_t>(stream);
+  if (shape.box_rows == 32) return launch_ring<32, 32>(s, w, rows, K, x, shape.with_x, shape.tiled);
+  if (shape.box_rows == 64) return launch_ring<64, 20>(s, w, rows, K, x, shape.with_x, shape.tiled);
+  return launch_ring<128, 10>(s, w, rows, K, x, shape.with_x, shape.tiled);
+}
 
 bool has_chain_floor(const ChainShape& shape) {
   return shape.kind == ChainKind::kMmaSync ? shape.n == 8 || shape.n == 16 : shape.n == 16;

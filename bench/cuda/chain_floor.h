@@ -1,4 +1,4 @@
-// The K-chain floor of the small-M linear tiles (bench_matmul.cpp's chain-floor rows). The
+// Floors of the small-M linear tiles (bench_matmul.cpp's chain-floor and ring-floor rows). The
 // invariant linear makes every output element ONE chain of k16 tensor-core steps in increasing k
 // (kernels/cuda/sm90a/linear_tma.cu), so at small M, where a tile is such chains side by side
 // (N = 4096: 64 tiles of 64 weight rows for 132 SMs), a tile cannot take less than K / 16 dependent
@@ -25,5 +25,22 @@ bool has_chain_floor(const ChainShape& shape);
 // 4); `sink` receives a value only if the accumulators fold to one they never give. False on a
 // launch error or a shape without a kernel.
 bool launch_chain_floor(void* stream, const ChainShape& shape, int blocks, int steps, float* sink);
+
+// The ring floor (ring-floor rows): the small-M tiles' copies alone. One block per `box_rows` weight
+// rows, as linear_tma.cu's swapped tiles: a producer thread fills a ring of `stages` stages, each a
+// box_rows x 64 box of the weight [rows, K] and (with_x) a 16 x 64 box of x [16, K], by TMA onto a
+// full mbarrier; the consumer warpgroup waits for each stage and releases it (every thread arrives
+// on its empty mbarrier, as there) without reading it. No tensor-core work, no epilogue.
+// tiled: the weight stored box by box ([rows / box_rows][K / 64][box_rows][64], each box one
+// contiguous run of box_rows x 128 bytes) instead of row-major (each box box_rows pieces of 128
+// bytes, K * 2 bytes apart): what a weight laid out for these tiles at load time would read.
+struct RingShape {
+  int box_rows = 64;  // 32, 64 or 128
+  int stages = 20;
+  bool with_x = true;
+  bool tiled = false;
+};
+bool has_ring_floor(const RingShape& shape);
+bool launch_ring_floor(void* stream, const RingShape& shape, const void* w, int rows, int K, const void* x);
 
 }  // namespace samebits::bench
