@@ -28,6 +28,7 @@
 #include "absl/strings/str_cat.h"
 #include "bench/cuda/bench_support.h"
 #include "bench/cuda/chain_floor.h"
+#include "bench/cuda/launch_floor.h"
 #include "kernels/cuda/cuda_ops.h"
 
 namespace samebits::bench {
@@ -175,10 +176,15 @@ void ring_floor(benchmark::State& state, RingShape shape) {
   void* x = *gpu()->alloc(size_t(16) * kK * 2);
   cudaMemset(w, 0, size_t(kCopies) * kN * kK * 2);
   cudaMemset(x, 0, size_t(16) * kK * 2);
+  auto* sink = static_cast<uint32_t*>(*gpu()->alloc(4));
   bool failed = false;
   auto call = [&](int i) {
     const void* wi = static_cast<const char*>(w) + size_t(i % kCopies) * kN * kK * 2;
-    failed = failed || !launch_ring_floor(nullptr, shape, wi, kN, kK, x);
+    // ldg: the same bytes by ordinary loads (launch_floor.h's read kernel: each block a contiguous
+    // run, i.e. the weight rows of its tile, eight 16-byte loads in flight per thread).
+    failed = failed || !(shape.ldg_threads > 0
+                             ? launch_read(nullptr, wi, int64_t(kN) * kK * 2, kN / shape.box_rows, shape.ldg_threads, sink)
+                             : launch_ring_floor(nullptr, shape, wi, kN, kK, x));
   };
   const int reps = reps_for(call, 20e-3);
   const double t = mean_time_per_call(
@@ -190,6 +196,7 @@ void ring_floor(benchmark::State& state, RingShape shape) {
   }
   gpu()->free(w);
   gpu()->free(x);
+  gpu()->free(sink);
 }
 
 std::string key(const char* kind, int64_t N, int64_t K, int64_t M) {
@@ -235,10 +242,14 @@ int main(int argc, char** argv) {
         ->UseManualTime()->Iterations(3)->Unit(benchmark::kMicrosecond);
   }
   for (const RingShape& r : {RingShape{32, 32, true}, RingShape{64, 20, true}, RingShape{64, 20, false},
-                             RingShape{128, 10, true}, RingShape{64, 20, true, true}, RingShape{32, 32, true, true}}) {
-    benchmark::RegisterBenchmark(absl::StrCat("ring-floor/box=", r.box_rows, "/stages=", r.stages,
-                                              r.with_x ? "" : "/no-x", r.tiled ? "/tiled" : "")
-                                     .c_str(),
+                             RingShape{128, 10, true}, RingShape{64, 20, true, true}, RingShape{32, 32, true, true},
+                             RingShape{64, 0, false, false, 512}, RingShape{32, 0, false, false, 512},
+                             RingShape{32, 0, false, false, 1024}, RingShape{16, 0, false, false, 512}}) {
+    const std::string name =
+        r.ldg_threads > 0 ? absl::StrCat("ring-floor/ldg/blocks=", 4096 / r.box_rows, "/threads=", r.ldg_threads)
+                          : absl::StrCat("ring-floor/box=", r.box_rows, "/stages=", r.stages, r.with_x ? "" : "/no-x",
+                                         r.tiled ? "/tiled" : "");
+    benchmark::RegisterBenchmark(name.c_str(),
         [=](benchmark::State& st) { ring_floor(st, r); })
         ->UseManualTime()->Iterations(3)->Unit(benchmark::kMicrosecond);
   }

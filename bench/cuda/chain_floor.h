@@ -39,6 +39,9 @@ struct RingShape {
   int stages = 20;
   bool with_x = true;
   bool tiled = false;
+  // > 0: no ring; the same weight read by ordinary loads, one contiguous run a block (its rows),
+  // this many threads a block (the bench's ring-floor/ldg rows: launch_floor.h's read kernel).
+  int ldg_threads = 0;
 };
 bool has_ring_floor(const RingShape& shape);
 bool launch_ring_floor(void* stream, const RingShape& shape, const void* w, int rows, int K, const void* x);
