@@ -241,10 +241,12 @@ int main(int argc, char** argv) {
                                  [=](benchmark::State& st) { chain_floor(st, c); })
         ->UseManualTime()->Iterations(3)->Unit(benchmark::kMicrosecond);
   }
-  for (const RingShape& r : {RingShape{32, 32, true}, RingShape{64, 20, true}, RingShape{64, 20, false},
-                             RingShape{128, 10, true}, RingShape{64, 20, true, true}, RingShape{32, 32, true, true},
-                             RingShape{64, 0, false, false, 512}, RingShape{32, 0, false, false, 512},
-                             RingShape{32, 0, false, false, 1024}, RingShape{16, 0, false, false, 512}}) {
+  for (const RingShape& r :
+       {RingShape{.box_rows = 32, .stages = 32}, RingShape{.box_rows = 64, .stages = 20},
+        RingShape{.box_rows = 64, .stages = 20, .with_x = false}, RingShape{.box_rows = 128, .stages = 10},
+        RingShape{.box_rows = 64, .stages = 20, .tiled = true}, RingShape{.box_rows = 32, .stages = 32, .tiled = true},
+        RingShape{.box_rows = 64, .ldg_threads = 512}, RingShape{.box_rows = 32, .ldg_threads = 512},
+        RingShape{.box_rows = 32, .ldg_threads = 1024}, RingShape{.box_rows = 16, .ldg_threads = 512}}) {
     const std::string name =
         r.ldg_threads > 0 ? absl::StrCat("ring-floor/ldg/blocks=", 4096 / r.box_rows, "/threads=", r.ldg_threads)
                           : absl::StrCat("ring-floor/box=", r.box_rows, "/stages=", r.stages, r.with_x ? "" : "/no-x",

@@ -1,6 +1,7 @@
-// Kernels of the chain-floor rows (chain_floor.h): dependent k16 tensor-core steps, nothing else.
-// Operands are small bf16 values (2^-10) so that 10^5 steps stay finite; the accumulators feed
-// a fold that is stored only if it equals a value it never takes, so no step is dropped.
+// Kernels of the chain-floor rows (chain_floor.h: dependent k16 tensor-core steps, nothing else)
+// and of the ring-floor rows (the small-M tiles' TMA ring, nothing else). The chains' operands are
+// small bf16 values (2^-10) so that 10^5 steps stay finite; the accumulators feed a fold that is
+// stored only if it equals a value it never takes, so no step is dropped.
 #include "bench/cuda/chain_floor.h"
 
 #include <cuda_runtime.h>
