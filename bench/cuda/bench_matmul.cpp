@@ -246,11 +246,13 @@ int main(int argc, char** argv) {
         RingShape{.box_rows = 64, .stages = 20, .with_x = false}, RingShape{.box_rows = 128, .stages = 10},
         RingShape{.box_rows = 64, .stages = 20, .tiled = true}, RingShape{.box_rows = 32, .stages = 32, .tiled = true},
         RingShape{.box_rows = 64, .ldg_threads = 512}, RingShape{.box_rows = 32, .ldg_threads = 512},
-        RingShape{.box_rows = 32, .ldg_threads = 1024}, RingShape{.box_rows = 16, .ldg_threads = 512}}) {
+        RingShape{.box_rows = 32, .ldg_threads = 1024}, RingShape{.box_rows = 16, .ldg_threads = 512},
+        RingShape{.box_rows = 64, .stages = 20, .cp_async = true},
+        RingShape{.box_rows = 64, .stages = 20, .with_x = false, .cp_async = true}}) {
     const std::string name =
         r.ldg_threads > 0 ? absl::StrCat("ring-floor/ldg/blocks=", 4096 / r.box_rows, "/threads=", r.ldg_threads)
-                          : absl::StrCat("ring-floor/box=", r.box_rows, "/stages=", r.stages, r.with_x ? "" : "/no-x",
-                                         r.tiled ? "/tiled" : "");
+                          : absl::StrCat("ring-floor/", r.cp_async ? "cp.async/" : "", "box=", r.box_rows,
+                                         "/stages=", r.stages, r.with_x ? "" : "/no-x", r.tiled ? "/tiled" : "");
     benchmark::RegisterBenchmark(name.c_str(),
         [=](benchmark::State& st) { ring_floor(st, r); })
         ->UseManualTime()->Iterations(3)->Unit(benchmark::kMicrosecond);

@@ -113,6 +113,63 @@ __global__ void __launch_bounds__(256) ring_floor_kernel(const __grid_constant__
 #endif
 }
 
+// The same ring filled by cp.async: producer thread t copies 16-byte chunks t, t + 128, ... of the
+// stage (weight rows then x rows, 8 chunks a row, into the 128-byte swizzled layout TMA writes)
+// and arrives on the full mbarrier once they land (cp.async.mbarrier.arrive.noinc).
+template <int BOX_ROWS, int STAGES>
+__global__ void __launch_bounds__(256) ring_cp_async_kernel(const bf16* w, int K, const bf16* x, bool with_x) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  using R = Ring<BOX_ROWS, STAGES>;
+  extern __shared__ unsigned char smem_raw[];
+  const uint32_t base = (cuda::smem_addr(smem_raw) + 1023u) & ~1023u;
+  const uint32_t full = base + STAGES * R::kStage, empty = full + 8 * STAGES;
+  const int tid = threadIdx.x, KT = (K + 63) / 64, row0 = blockIdx.x * BOX_ROWS;
+  if (tid == 0) {
+    for (int s = 0; s < STAGES; ++s) {
+      cuda::mbar_init(full + 8 * s, 128);
+      cuda::mbar_init(empty + 8 * s, 128);
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+  }
+  __syncthreads();
+  if (tid < 128) {
+    constexpr int kChunks = (BOX_ROWS + 16) * 8;
+    for (int kt = 0; kt < KT; ++kt) {
+      const int s = kt % STAGES;
+      cuda::mbar_wait(empty + 8 * s, ((kt / STAGES) & 1) ^ 1);
+      const uint32_t stage = base + s * R::kStage;
+#pragma unroll
+      for (int c = tid; c < kChunks; c += 128) {
+        const int row = c / 8, ch = c % 8;
+        if (row < BOX_ROWS) {
+          cuda::cp_async_16(stage + cuda::swizzled(row, ch, 8), w + int64_t(row0 + row) * K + kt * 64 + ch * 8, true);
+        } else if (with_x) {
+          cuda::cp_async_16(stage + R::kA + cuda::swizzled(row - BOX_ROWS, ch, 8),
+                            x + int64_t(row - BOX_ROWS) * K + kt * 64 + ch * 8, true);
+        }
+      }
+      asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(full + 8 * s) : "memory");
+    }
+  } else {
+    for (int kt = 0; kt < KT; ++kt) {
+      const int s = kt % STAGES;
+      cuda::mbar_wait(full + 8 * s, (kt / STAGES) & 1);
+      cuda::mbar_arrive(empty + 8 * s);
+    }
+  }
+#endif
+}
+
+template <int BOX_ROWS, int STAGES>
+bool launch_ring_cp_async(cudaStream_t stream, const void* w, int rows, int K, const void* x, bool with_x) {
+  using R = Ring<BOX_ROWS, STAGES>;
+  auto kernel = ring_cp_async_kernel<BOX_ROWS, STAGES>;
+  if (cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, R::kSmem) != cudaSuccess) return false;
+  kernel<<<(rows + BOX_ROWS - 1) / BOX_ROWS, 256, R::kSmem, stream>>>(static_cast<const bf16*>(w), K,
+                                                                      static_cast<const bf16*>(x), with_x);
+  return cudaGetLastError() == cudaSuccess;
+}
+
 template <int BOX_ROWS, int STAGES>
 bool launch_ring(cudaStream_t stream, const void* w, int rows, int K, const void* x, bool with_x, bool tiled) {
   using R = Ring<BOX_ROWS, STAGES>;
@@ -133,6 +190,7 @@ bool launch_ring(cudaStream_t stream, const void* w, int rows, int K, const void
 }  // namespace
 
 bool has_ring_floor(const RingShape& shape) {
+  if (shape.cp_async) return shape.box_rows == 64 && shape.stages == 20 && !shape.tiled;
   return (shape.box_rows == 32 && shape.stages == 32) || (shape.box_rows == 64 && shape.stages == 20) ||
          (shape.box_rows == 128 && shape.stages == 10);
 }
@@ -140,6 +198,10 @@ bool has_ring_floor(const RingShape& shape) {
 bool launch_ring_floor(void* stream, const RingShape& shape, const void* w, int rows, int K, const void* x) {
   if (!has_ring_floor(shape)) return false;
   cudaStream_t s = static_cast<cudaStream_t>(stream);
+  if (shape.cp_async) {
+    if (shape.tiled || shape.box_rows != 64) return false;
+    return launch_ring_cp_async<64, 20>(s, w, rows, K, x, shape.with_x);
+  }
   if (shape.box_rows == 32) return launch_ring<32, 32>(s, w, rows, K, x, shape.with_x, shape.tiled);
   if (shape.box_rows == 64) return launch_ring<64, 20>(s, w, rows, K, x, shape.with_x, shape.tiled);
   return launch_ring<128, 10>(s, w, rows, K, x, shape.with_x, shape.tiled);

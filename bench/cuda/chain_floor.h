@@ -42,6 +42,9 @@ struct RingShape {
   // > 0: no ring; the same weight read by ordinary loads, one contiguous run a block (its rows),
   // this many threads a block (the bench's ring-floor/ldg rows: launch_floor.h's read kernel).
   int ldg_threads = 0;
+  // The ring filled by cp.async (16 bytes a copy, the producer warpgroup's 128 threads, each
+  // arriving on the stage's full mbarrier when its copies land) instead of TMA.
+  bool cp_async = false;
 };
 bool has_ring_floor(const RingShape& shape);
 bool launch_ring_floor(void* stream, const RingShape& shape, const void* w, int rows, int K, const void* x);
