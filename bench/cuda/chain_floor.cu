@@ -71,6 +71,32 @@ struct Ring {
   static constexpr int kA = BOX_ROWS * 128, kStage = kA + 16 * 128, kSmem = STAGES * kStage + 1024 + 16 * STAGES;
 };
 
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+// The ring's barriers: `full` arrivals a stage (1 for TMA's expect_tx, 128 for cp.async), 128
+// (every consumer thread) on empty; the block waits until they are initialised.
+template <int STAGES>
+__device__ __forceinline__ void ring_barriers(uint32_t full, uint32_t empty, int full_arrivals) {
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < STAGES; ++s) {
+      cuda::mbar_init(full + 8 * s, full_arrivals);
+      cuda::mbar_init(empty + 8 * s, 128);
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+  }
+  __syncthreads();
+}
+
+// The consumer warpgroup: waits for each stage and releases it at once, every thread arriving.
+template <int STAGES>
+__device__ __forceinline__ void ring_consume(uint32_t full, uint32_t empty, int KT) {
+  for (int kt = 0; kt < KT; ++kt) {
+    const int s = kt % STAGES;
+    cuda::mbar_wait(full + 8 * s, (kt / STAGES) & 1);
+    cuda::mbar_arrive(empty + 8 * s);
+  }
+}
+#endif
+
 template <int BOX_ROWS, int STAGES>
 __global__ void __launch_bounds__(256) ring_floor_kernel(const __grid_constant__ CUtensorMap map_w,
                                                          const __grid_constant__ CUtensorMap map_x, int K,
@@ -81,14 +107,7 @@ __global__ void __launch_bounds__(256) ring_floor_kernel(const __grid_constant__
   const uint32_t base = (cuda::smem_addr(smem_raw) + 1023u) & ~1023u;
   const uint32_t full = base + STAGES * R::kStage, empty = full + 8 * STAGES;
   const int tid = threadIdx.x, KT = (K + 63) / 64, row0 = blockIdx.x * BOX_ROWS;
-  if (tid == 0) {
-    for (int s = 0; s < STAGES; ++s) {
-      cuda::mbar_init(full + 8 * s, 1);
-      cuda::mbar_init(empty + 8 * s, 128);
-    }
-    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-  }
-  __syncthreads();
+  ring_barriers<STAGES>(full, empty, 1);
   if (tid < 128) {
     if (tid == 0) {
       for (int kt = 0; kt < KT; ++kt) {
@@ -104,11 +123,7 @@ __global__ void __launch_bounds__(256) ring_floor_kernel(const __grid_constant__
       }
     }
   } else {
-    for (int kt = 0; kt < KT; ++kt) {
-      const int s = kt % STAGES;
-      cuda::mbar_wait(full + 8 * s, (kt / STAGES) & 1);
-      cuda::mbar_arrive(empty + 8 * s);
-    }
+    ring_consume<STAGES>(full, empty, KT);
   }
 #endif
 }
@@ -124,14 +139,7 @@ __global__ void __launch_bounds__(256) ring_cp_async_kernel(const bf16* w, int K
   const uint32_t base = (cuda::smem_addr(smem_raw) + 1023u) & ~1023u;
   const uint32_t full = base + STAGES * R::kStage, empty = full + 8 * STAGES;
   const int tid = threadIdx.x, KT = (K + 63) / 64, row0 = blockIdx.x * BOX_ROWS;
-  if (tid == 0) {
-    for (int s = 0; s < STAGES; ++s) {
-      cuda::mbar_init(full + 8 * s, 128);
-      cuda::mbar_init(empty + 8 * s, 128);
-    }
-    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-  }
-  __syncthreads();
+  ring_barriers<STAGES>(full, empty, 128);
   if (tid < 128) {
     constexpr int kChunks = (BOX_ROWS + 16) * 8;
     for (int kt = 0; kt < KT; ++kt) {
@@ -151,11 +159,7 @@ __global__ void __launch_bounds__(256) ring_cp_async_kernel(const bf16* w, int K
       asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(full + 8 * s) : "memory");
     }
   } else {
-    for (int kt = 0; kt < KT; ++kt) {
-      const int s = kt % STAGES;
-      cuda::mbar_wait(full + 8 * s, (kt / STAGES) & 1);
-      cuda::mbar_arrive(empty + 8 * s);
-    }
+    ring_consume<STAGES>(full, empty, KT);
   }
 #endif
 }
