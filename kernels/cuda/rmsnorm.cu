@@ -173,6 +173,17 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
   write_y(p, row, inv_shared, threadIdx.x, blockDim.x);
 }
 
+// The register paths' residual add of one 16-byte chunk at `at`: h = bf16(x + residual) (load_h8's
+// arithmetic, 8 values at once), stored back into residual, returned.
+__device__ __forceinline__ uint4 add_residual8(const RmsParams& p, int64_t at, const uint4& x, const uint4& r) {
+  float s[8];
+#pragma unroll
+  for (int e = 0; e < 8; ++e) s[e] = bf16_at(x, e) + bf16_at(r, e);
+  const uint4 h = pack_bf16x8(s);
+  *reinterpret_cast<uint4*>(p.residual + at) = h;
+  return h;
+}
+
 // The register path (rmsnorm_rows_vec_kernel): a row of C = dim / 8 chunks is spread over
 // W = ceil(ceil(C / 32) / kChunksPerThread) warps; lane l of the row's warp w holds the lane's
 // chunks number kChunksPerThread * w .. kChunksPerThread * (w + 1) - 1 in the warp order (chunks
@@ -224,11 +235,7 @@ __global__ void __launch_bounds__(kMaxWarpsPerRow * 32, 4) rmsnorm_rows_vec_kern
     for (int c = 0; c < kChunksPerThread; ++c) {
       const int chunk = first + 32 * c;
       if (chunk >= chunks) break;
-      float s[8];
-#pragma unroll
-      for (int e = 0; e < 8; ++e) s[e] = bf16_at(h[c], e) + bf16_at(r[c], e);
-      h[c] = pack_bf16x8(s);
-      *reinterpret_cast<uint4*>(p.residual + base + int64_t(chunk) * 8) = h[c];
+      h[c] = add_residual8(p, base + int64_t(chunk) * 8, h[c], r[c]);
     }
     // The weights (the same for every row: L2 hits) only now, into the registers r leaves, so that
     // four blocks of 256 threads fit an SM without spilling (64 registers; loaded with x and r the
@@ -319,11 +326,7 @@ __global__ void __launch_bounds__(kSplitVecThreads)
     const int chunk = t + kSplitVecThreads * c;
     if (chunk >= chunks) break;
     if (p.residual != nullptr) {
-      float s[8];
-#pragma unroll
-      for (int e = 0; e < 8; ++e) s[e] = bf16_at(h[c], e) + bf16_at(r[c], e);
-      h[c] = pack_bf16x8(s);
-      *reinterpret_cast<uint4*>(p.residual + base + int64_t(chunk) * 8) = h[c];
+      h[c] = add_residual8(p, base + int64_t(chunk) * 8, h[c], r[c]);
     }
     row_h[chunk] = h[c];
   }
