@@ -83,6 +83,14 @@ std::function<void(int)> linear_call(Operands& op, int64_t N, int64_t K, int64_t
   };
 }
 
+// Seconds per call of `call` over the state's iterations (each a batch of about target_seconds of
+// calls), or <= 0 once a call failed (the case then stops with `error`).
+double time_launches(benchmark::State& state, const std::function<void(int)>& call, double target_seconds,
+                     const bool& failed, const char* error) {
+  const int reps = reps_for(call, target_seconds);
+  return mean_time_per_call(state, [&] { return failed ? -1.0 : time_per_call(call, reps); }, error);
+}
+
 // One forced configuration alone (--sweep).
 void run(benchmark::State& state, int64_t N, int64_t K, int64_t M, int config) {
   if (gpu() == nullptr) {
@@ -91,9 +99,7 @@ void run(benchmark::State& state, int64_t N, int64_t K, int64_t M, int config) {
   }
   bool failed = false;
   const auto call = linear_call(operands(N, K), N, K, M, config, &failed);
-  const int reps = reps_for(call, 2e-3);
-  const double t = mean_time_per_call(
-      state, [&] { return failed ? -1.0 : time_per_call(call, reps); }, "CUDA error");
+  const double t = time_launches(state, call, 2e-3, failed, "CUDA error");
   if (t > 0) state.counters["us"] = t * 1e6;
 }
 
@@ -152,9 +158,7 @@ void chain_floor(benchmark::State& state, ChainShape shape) {
   auto* sink = static_cast<float*>(*gpu()->alloc(4));
   bool failed = false;
   auto call = [&](int) { failed = failed || !launch_chain_floor(nullptr, shape, kBlocks, kSteps, sink); };
-  const int reps = reps_for(call, 20e-3);
-  const double t = mean_time_per_call(
-      state, [&] { return failed ? -1.0 : time_per_call(call, reps); }, "launch failed (no sm_90a kernel on this device?)");
+  const double t = time_launches(state, call, 20e-3, failed, "launch failed (no sm_90a kernel on this device?)");
   if (t > 0) {
     state.counters["ns_per_step"] = t / kSteps * 1e9;
     state.counters["us_k4096"] = t / kSteps * 256 * 1e6;
@@ -186,9 +190,7 @@ void ring_floor(benchmark::State& state, RingShape shape) {
                              ? launch_read(nullptr, wi, int64_t(kN) * kK * 2, kN / shape.box_rows, shape.ldg_threads, sink)
                              : launch_ring_floor(nullptr, shape, wi, kN, kK, x));
   };
-  const int reps = reps_for(call, 20e-3);
-  const double t = mean_time_per_call(
-      state, [&] { return failed ? -1.0 : time_per_call(call, reps); }, "launch failed (no sm_90a kernel on this device?)");
+  const double t = time_launches(state, call, 20e-3, failed, "launch failed (no sm_90a kernel on this device?)");
   if (t > 0) {
     state.counters["us"] = t * 1e6;
     state.counters["ns_per_stage"] = t / (kK / 64) * 1e9;

@@ -72,18 +72,29 @@ struct Ring {
 };
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-// The ring's barriers: `full` arrivals a stage (1 for TMA's expect_tx, 128 for cp.async), 128
-// (every consumer thread) on empty; the block waits until they are initialised.
-template <int STAGES>
-__device__ __forceinline__ void ring_barriers(uint32_t full, uint32_t empty, int full_arrivals) {
+// Where a block's ring lies in its dynamic shared memory (STAGES stages from a 1024-byte aligned
+// base, then the full and the empty mbarriers), with the barriers initialised: `full_arrivals` a
+// stage on full (1 for TMA's expect_tx, 128 for cp.async), 128 (every consumer thread) on empty;
+// the block has waited for them.
+struct RingAt {
+  uint32_t base, full, empty;
+};
+template <int BOX_ROWS, int STAGES>
+__device__ __forceinline__ RingAt ring_at(int full_arrivals) {
+  extern __shared__ unsigned char smem_raw[];
+  RingAt r;
+  r.base = (cuda::smem_addr(smem_raw) + 1023u) & ~1023u;
+  r.full = r.base + STAGES * Ring<BOX_ROWS, STAGES>::kStage;
+  r.empty = r.full + 8 * STAGES;
   if (threadIdx.x == 0) {
     for (int s = 0; s < STAGES; ++s) {
-      cuda::mbar_init(full + 8 * s, full_arrivals);
-      cuda::mbar_init(empty + 8 * s, 128);
+      cuda::mbar_init(r.full + 8 * s, full_arrivals);
+      cuda::mbar_init(r.empty + 8 * s, 128);
     }
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
   }
   __syncthreads();
+  return r;
 }
 
 // The consumer warpgroup: waits for each stage and releases it at once, every thread arriving.
@@ -103,11 +114,8 @@ __global__ void __launch_bounds__(256) ring_floor_kernel(const __grid_constant__
                                                          bool with_x, bool tiled) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   using R = Ring<BOX_ROWS, STAGES>;
-  extern __shared__ unsigned char smem_raw[];
-  const uint32_t base = (cuda::smem_addr(smem_raw) + 1023u) & ~1023u;
-  const uint32_t full = base + STAGES * R::kStage, empty = full + 8 * STAGES;
+  const auto [base, full, empty] = ring_at<BOX_ROWS, STAGES>(1);
   const int tid = threadIdx.x, KT = (K + 63) / 64, row0 = blockIdx.x * BOX_ROWS;
-  ring_barriers<STAGES>(full, empty, 1);
   if (tid < 128) {
     if (tid == 0) {
       for (int kt = 0; kt < KT; ++kt) {
@@ -135,11 +143,8 @@ template <int BOX_ROWS, int STAGES>
 __global__ void __launch_bounds__(256) ring_cp_async_kernel(const bf16* w, int K, const bf16* x, bool with_x) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   using R = Ring<BOX_ROWS, STAGES>;
-  extern __shared__ unsigned char smem_raw[];
-  const uint32_t base = (cuda::smem_addr(smem_raw) + 1023u) & ~1023u;
-  const uint32_t full = base + STAGES * R::kStage, empty = full + 8 * STAGES;
+  const auto [base, full, empty] = ring_at<BOX_ROWS, STAGES>(128);
   const int tid = threadIdx.x, KT = (K + 63) / 64, row0 = blockIdx.x * BOX_ROWS;
-  ring_barriers<STAGES>(full, empty, 128);
   if (tid < 128) {
     constexpr int kChunks = (BOX_ROWS + 16) * 8;
     for (int kt = 0; kt < KT; ++kt) {
