@@ -57,12 +57,18 @@ bool JsonFields::get(const std::string& key, int* out) {
   *out = int(v);
   return true;
 }
-bool JsonFields::get(const std::string& key, int* out, int min, int max) {
+bool JsonFields::get(const std::string& key, int64_t* out, int64_t min, int64_t max) {
   if (!get(key, out)) return false;
   if (*out < min || *out > max) {
     fail(key, absl::StrCat(*out, " is not in [", min, ", ", max, "]"));
     return false;
   }
+  return true;
+}
+bool JsonFields::get(const std::string& key, int* out, int min, int max) {
+  int64_t v = 0;
+  if (!get(key, &v, min, max)) return false;
+  *out = int(v);
   return true;
 }
 bool JsonFields::get(const std::string& key, double* out, double min, double max) {

@@ -21,6 +21,7 @@ class JsonFields {
   bool get(const std::string& key, double* out);
   bool get(const std::string& key, bool* out);
   // As get, and the value must lie in [min, max] (else "V is not in [min, max]" and false).
+  bool get(const std::string& key, int64_t* out, int64_t min, int64_t max);
   bool get(const std::string& key, int* out, int min, int max);
   bool get(const std::string& key, double* out, double min, double max);
   bool get_digest(const std::string& key, uint64_t* out);  // 16 hex digits

@@ -139,11 +139,12 @@ absl::StatusOr<Trace> trace_from_json(const json& j, const std::string& file) {
         double temperature = 0, top_p = 1;
         int64_t seed = 0;
         // The scenario's ranges: a value beyond a float (top_p 1e300) would become infinity here
-        // and the trace could not be written back.
+        // and the trace could not be written back; a negative seed would be written as an
+        // unsigned number above 2^63-1, which no JSON reader of the project takes back.
         sf.get("temperature", &temperature, 0, kMaxTemperature);
         sf.get("top_k", &a.spec.sampling.top_k, 0, kMaxTopK);
         sf.get("top_p", &top_p, kMinTopP, 1);
-        sf.get("seed", &seed);
+        sf.get("seed", &seed, 0, INT64_MAX);
         a.spec.sampling.temperature = float(temperature);
         a.spec.sampling.top_p = float(top_p);
         a.spec.sampling.seed = uint64_t(seed);

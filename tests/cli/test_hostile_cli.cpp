@@ -71,6 +71,9 @@ TEST(HostileCli, MutatedTracesAreOneLineErrors) {
        "requests[0].sampling.temperature: -1 is not in [0, 100]"},
       {"top_k negative", [](json& t) { t["requests"][0]["sampling"]["top_k"] = -3; },
        "requests[0].sampling.top_k: -3 is not in [0, 1048576]"},
+      // Found by fuzz_trace: a negative seed was written back above 2^63-1, unreadable.
+      {"seed negative", [](json& t) { t["requests"][0]["sampling"]["seed"] = -99; },
+       "requests[0].sampling.seed: -99 is not in [0, 9223372036854775807]"},
   };
   for (const TraceCase& c : cases) {
     SCOPED_TRACE(c.name);
