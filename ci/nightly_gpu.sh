@@ -16,7 +16,7 @@ source ci/step.sh
 step configure cmake --preset cuda || exit $status
 step build cmake --build --preset cuda -j"$(nproc)" || exit $status
 export SAMEBITS_REQUIRE_GPU=1
-step tests ctest --test-dir build/cuda -L 'determinism|mutation|gpu' --output-on-failure --output-junit "$PWD/$OUT/ctest.xml"
+step tests ctest --test-dir build/cuda -L 'determinism|mutation|gpu' --no-tests=error --output-on-failure --output-junit "$PWD/$OUT/ctest.xml"
 SAMEBITS=./build/cuda/harness/samebits
 # `golden check` exits 2 when there is no CUDA golden yet; `run` then still reports both modes.
 if "$SAMEBITS" info | grep -q 'cuda: unavailable'; then
