@@ -196,28 +196,25 @@ bool launch_ring(cudaStream_t stream, const void* w, int rows, int K, const void
   return cudaGetLastError() == cudaSuccess;
 }
 
-}  // namespace
-
+// Whether launch_ring_floor / launch_chain_floor have a kernel for the shape.
 bool has_ring_floor(const RingShape& shape) {
   if (shape.cp_async) return shape.box_rows == 64 && shape.stages == 20 && !shape.tiled;
   return (shape.box_rows == 32 && shape.stages == 32) || (shape.box_rows == 64 && shape.stages == 20) ||
          (shape.box_rows == 128 && shape.stages == 10);
 }
+bool has_chain_floor(const ChainShape& shape) {
+  return shape.kind == ChainKind::kMmaSync ? shape.n == 8 || shape.n == 16 : shape.n == 16;
+}
+
+}  // namespace
 
 bool launch_ring_floor(void* stream, const RingShape& shape, const void* w, int rows, int K, const void* x) {
   if (!has_ring_floor(shape)) return false;
   cudaStream_t s = static_cast<cudaStream_t>(stream);
-  if (shape.cp_async) {
-    if (shape.tiled || shape.box_rows != 64) return false;
-    return launch_ring_cp_async<64, 20>(s, w, rows, K, x, shape.with_x);
-  }
+  if (shape.cp_async) return launch_ring_cp_async<64, 20>(s, w, rows, K, x, shape.with_x);
   if (shape.box_rows == 32) return launch_ring<32, 32>(s, w, rows, K, x, shape.with_x, shape.tiled);
   if (shape.box_rows == 64) return launch_ring<64, 20>(s, w, rows, K, x, shape.with_x, shape.tiled);
   return launch_ring<128, 10>(s, w, rows, K, x, shape.with_x, shape.tiled);
-}
-
-bool has_chain_floor(const ChainShape& shape) {
-  return shape.kind == ChainKind::kMmaSync ? shape.n == 8 || shape.n == 16 : shape.n == 16;
 }
 
 bool launch_chain_floor(void* stream, const ChainShape& shape, int blocks, int steps, float* sink) {

@@ -19,8 +19,6 @@ struct ChainShape {
   int n = 16;  // columns per warp (mma.sync: 8 or 16) or per warpgroup (wgmma: 16)
 };
 
-// Whether launch_chain_floor has a kernel for the shape.
-bool has_chain_floor(const ChainShape& shape);
 // Launches `blocks` blocks of one warpgroup, each thread `steps` dependent k16 steps (a multiple of
 // 4); `sink` receives a value only if the accumulators fold to one they never give. False on a
 // launch error or a shape without a kernel.
@@ -46,7 +44,8 @@ struct RingShape {
   // arriving on the stage's full mbarrier when its copies land) instead of TMA.
   bool cp_async = false;
 };
-bool has_ring_floor(const RingShape& shape);
+// False on a launch error or a shape without a kernel (box_rows / stages 32 / 32, 64 / 20 or
+// 128 / 10; cp_async only at 64 / 20, not tiled).
 bool launch_ring_floor(void* stream, const RingShape& shape, const void* w, int rows, int K, const void* x);
 
 }  // namespace samebits::bench
