@@ -1,0 +1,68 @@
+// bench/cuda/sdpa_reference.py, the library reference for the prefill rows: its rows and FLOP
+// counts (the bench's, worked out by hand here) without a GPU, and its bad inputs.
+#include <algorithm>
+#include <string>
+
+#include "gtest/gtest.h"
+#include "tests/cli/subprocess.h"
+
+namespace samebits {
+namespace {
+
+using testing::have_program;
+using testing::Outcome;
+using testing::run_command;
+
+Outcome reference(const std::string& args) { return run_command("python3 bench/cuda/sdpa_reference.py " + args); }
+
+TEST(SdpaReference, DryRunCountsTheBenchsWork) {
+  if (!have_program("python3")) GTEST_SKIP() << "no python3 on this machine";
+  const Outcome r = reference("--dry-run --chunks 256,1024 --cached 0,2048");
+  ASSERT_EQ(r.code, 0) << r.err;
+  // chunk 1024 fresh: 1024 x 1025 / 2 = 524,800 pairs x 4 x 128 x 32 = 8.598 GFLOP, 17.39 us at
+  // 494.5 TFLOP/s (the same count as prefill_budget.py's).
+  EXPECT_NE(r.out.find("sdpa/-/chunk=1024/cached=0: 8.598 GFLOP, 17.39 us at 0.5 of the peak\n"), std::string::npos)
+      << r.out;
+  // chunk 256 over 2048 cached keys at head_dim 64: 256 x 2048 + 256 x 257 / 2 = 557,184 pairs x 4
+  // x 64 x 32 = 4.564 GFLOP, 9.23 us.
+  EXPECT_NE(r.out.find("sdpa/-/hd=64/chunk=256/cached=2048: 4.564 GFLOP, 9.23 us at 0.5"), std::string::npos) << r.out;
+  // head_dim 64 rows are over cached keys only, as the bench's: 2 x 2 rows at 128, 2 at 64.
+  EXPECT_EQ(r.out.find("hd=64/chunk=256/cached=0"), std::string::npos) << r.out;
+  EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 6) << r.out;
+}
+
+TEST(SdpaReference, BadInputsAreOneLineErrors) {
+  if (!have_program("python3")) GTEST_SKIP() << "no python3 on this machine";
+  const struct {
+    const char* args;
+    const char* err;
+  } cases[] = {
+      {"--chunks 1,x", "--chunks 1,x: 'x' is not an integer"},
+      {"--cached -1", "--cached -1: -1 is below 0"},
+      {"--head-dims 96", "--head-dims 96: 96 is not 64 or 128 (the bench's head dims)"},
+      {"--backends flash,triton", "--backends flash,triton: 'triton' is not one of flash, cudnn, efficient"},
+      {"--iters 0", "--iters 0: must be at least 1"},
+      {"--head-dims 64 --cached 0 --dry-run",
+       "no row: head_dim 64 rows are over cached keys only (the bench's), give --cached above 0"},
+  };
+  for (const auto& c : cases) {
+    const Outcome r = reference(c.args);
+    EXPECT_EQ(r.code, 2) << c.args;
+    EXPECT_EQ(r.err, std::string("sdpa_reference: ") + c.err + "\n") << c.args;
+    EXPECT_EQ(r.out, "") << c.args;
+  }
+}
+
+TEST(SdpaReference, WithoutTorchOrAGpuItSaysWhichAndExitsOne) {
+  if (!have_program("python3")) GTEST_SKIP() << "no python3 on this machine";
+  const Outcome r = reference("--chunks 64 --cached 0 --head-dims 128 --backends flash --iters 1");
+  if (r.code == 0) GTEST_SKIP() << "torch and a CUDA device here: the rows ran";
+  EXPECT_EQ(r.code, 1) << r.err;
+  EXPECT_TRUE(r.err == "sdpa_reference: torch is not installed here (--dry-run prints the rows without it)\n" ||
+              r.err == "sdpa_reference: no CUDA device\n")
+      << r.err;
+  EXPECT_EQ(r.out, "");
+}
+
+}  // namespace
+}  // namespace samebits
