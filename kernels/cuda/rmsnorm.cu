@@ -348,7 +348,7 @@ __global__ void __launch_bounds__(kSplitVecThreads)
   __syncthreads();
   if (t == 0) {
     float ss = part_sums[0];
-    for (int q = 1; q < parts && q * part_chunks < chunks; ++q) ss = ss + part_sums[q];
+    for (int q = 1; q < parts; ++q) ss = ss + part_sums[q];  // (parts: the row's filled parts)
     inv_shared = inverse_rms(ss, p.dim, p.eps);
   }
   __syncthreads();
