@@ -21,6 +21,7 @@ refusal), 1 no row ran, 2 bad arguments.
 """
 import argparse
 import json
+import os
 import statistics
 import sys
 import warnings
@@ -97,8 +98,6 @@ def time_row(torch, backend, head_dim, chunk, cached, iters):
         # that Python's dispatch (tens of us a call) is not in the time of the short rows; eagerly
         # where a backend's call cannot be captured (the row says "eager").
         torch.cuda.synchronize()
-        run = lambda: [call() for _ in range(REPLAY_CALLS)]
-        calls = REPLAY_CALLS
         try:
             stream = torch.cuda.Stream()
             stream.wait_stream(torch.cuda.current_stream())
@@ -109,7 +108,7 @@ def time_row(torch, backend, head_dim, chunk, cached, iters):
             with torch.cuda.graph(graph):
                 for _ in range(REPLAY_CALLS):
                     call()
-            run = graph.replay
+            run, calls = graph.replay, REPLAY_CALLS
             run()
         except RuntimeError:
             torch.cuda.synchronize()
@@ -182,9 +181,13 @@ def main():
             print(f"{name:48s} {best:9.1f} {median:9.1f} {tf / 1e12:8.1f} {tf / PEAK:6.3f}  {note}")
             rows.append({"row": name, "best_us": best, "median_us": median, "tflops": tf / 1e12,
                          "frac": tf / PEAK, "note": note})
-    if a.json:
-        with open(a.json, "w") as f:
-            json.dump({"device": torch.cuda.get_device_name(), "torch": torch.__version__, "rows": rows}, f, indent=1)
+    if a.json:  # whole or not at all: written beside, then renamed
+        try:
+            with open(a.json + ".tmp", "w") as f:
+                json.dump({"device": torch.cuda.get_device_name(), "torch": torch.__version__, "rows": rows}, f, indent=1)
+            os.replace(a.json + ".tmp", a.json)
+        except OSError as e:
+            fail(f"--json {a.json}: {e.strerror}", 1)
     return 0 if ran else 1
 
 
