@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs prebuilt CUDA test and bench binaries on a GPU machine and writes logs and JSON into OUT:
-#   ci/gpu_device_check.sh BIN_DIR OUT [tests|sanitizer|bench-matmul|bench-matmul-sweep|bench-attention|all]...
+#   ci/gpu_device_check.sh BIN_DIR OUT [tests|sanitizer|memcheck-linear|bench-matmul|bench-matmul-sweep|bench-attention|sdpa-reference|engine|all]...
 # ATTENTION_BASELINE=DIR (optional): bench-attention also runs DIR/bench_cuda_attention (an older build,
 # DIR/lib beside it) and prints both side by side (bench/cuda/attention_side_by_side.py summary; its
 # `run` alternates any number of builds over several rounds). MATMUL_BASELINE=DIR: likewise for bench-matmul
@@ -67,6 +67,11 @@ if want bench-attention; then
       "baseline=$out/bench_attention_baseline.log" "new=$out/bench_attention.log" > "$out/attention_compare.txt" 2>&1
   fi
 fi
+if want sdpa-reference; then
+  # The library reference for the prefill rows (bench/cuda/sdpa_reference.py: torch's attention
+  # backends on the same shapes and FLOP count), where torch is installed; printed with the benches.
+  run_step sdpa_reference 150 python3 "$(dirname "$0")/../bench/cuda/sdpa_reference.py" --json "$out/sdpa_reference.json"
+fi
 if want engine; then
   # The engine on the GPU (run from the repository root: the builtin checkpoint is found there):
   # CUDA goldens written to OUT/golden/<scenario>/<backend id>.json and checked again (run to run),
@@ -89,6 +94,7 @@ echo "=== gpu: $(cat "$out/gpu.txt")"
 for f in "$out"/bench_matmul.log "$out"/bench_attention.log; do
   [[ -f $f ]] && sed -n '/^N  \|^attention /,$p' "$f" | tail -80
 done
+[[ -f "$out/sdpa_reference.log" ]] && cat "$out/sdpa_reference.log"
 [[ -f "$out/attention_compare.txt" ]] && cat "$out/attention_compare.txt"
 [[ -f "$out/matmul_compare.txt" ]] && cat "$out/matmul_compare.txt"
 printf '%s\n' "${summary[@]}" | tee "$out/summary.txt"

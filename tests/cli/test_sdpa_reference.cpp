@@ -1,6 +1,7 @@
 // bench/cuda/sdpa_reference.py, the library reference for the prefill rows: its rows and FLOP
 // counts (the bench's, worked out by hand here) without a GPU, and its bad inputs.
 #include <algorithm>
+#include <filesystem>
 #include <string>
 
 #include "gtest/gtest.h"
@@ -11,7 +12,9 @@ namespace {
 
 using testing::have_program;
 using testing::Outcome;
+using testing::read_text;
 using testing::run_command;
+using testing::temp_path;
 
 Outcome reference(const std::string& args) { return run_command("python3 bench/cuda/sdpa_reference.py " + args); }
 
@@ -62,6 +65,24 @@ TEST(SdpaReference, WithoutTorchOrAGpuItSaysWhichAndExitsOne) {
               r.err == "sdpa_reference: no CUDA device\n")
       << r.err;
   EXPECT_EQ(r.out, "");
+}
+
+// ci/gpu_device_check.sh's sdpa-reference step runs the script from the repository (whatever the
+// working folder) and keeps its log and summary line; here without torch, so the step's line says
+// rc=1 and its log the one-line reason.
+TEST(SdpaReference, DeviceCheckRunsItAsAStep) {
+  if (!have_program("python3") || !have_program("tar")) GTEST_SKIP() << "no python3 or tar here";
+  if (run_command("python3 -c 'import torch'").code == 0) GTEST_SKIP() << "torch here: the step would run the rows";
+  const std::string dir = temp_path("sdpa-step");
+  std::filesystem::create_directories(dir + "/bin");
+  const Outcome r = run_command("cd " + dir + " && '" + std::string(SAMEBITS_SOURCE_DIR) +
+                                "/ci/gpu_device_check.sh' bin out sdpa-reference");
+  EXPECT_EQ(r.code, 0) << r.err;  // a failing step does not fail the script
+  EXPECT_NE(r.out.find("sdpa_reference         rc=1 "), std::string::npos) << r.out;
+  ASSERT_EQ(run_command("mkdir " + dir + "/x && tar -xzf " + dir + "/out/results.tgz -C " + dir + "/x").code, 0);
+  EXPECT_EQ(read_text(dir + "/x/sdpa_reference.log"),
+            "sdpa_reference: torch is not installed here (--dry-run prints the rows without it)\n");
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace
