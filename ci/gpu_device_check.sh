@@ -68,8 +68,8 @@ if want bench-attention; then
   fi
 fi
 if want sdpa-reference; then
-  # The library reference for the prefill rows (bench/cuda/sdpa_reference.py: torch's attention
-  # backends on the same shapes and FLOP count), where torch is installed; printed with the benches.
+  # The library reference for the prefill and decode rows (bench/cuda/sdpa_reference.py: torch's
+  # attention backends on the same shapes and floors), where torch is installed; printed with the benches.
   run_step sdpa_reference 150 python3 "$(dirname "$0")/../bench/cuda/sdpa_reference.py" --json "$out/sdpa_reference.json"
 fi
 if want engine; then

@@ -1,5 +1,6 @@
-// bench/cuda/sdpa_reference.py, the library reference for the prefill rows: its rows and FLOP
-// counts (the bench's, worked out by hand here) without a GPU, and its bad inputs.
+// bench/cuda/sdpa_reference.py, the library reference for the attention rows: its rows, FLOP and
+// byte counts (the bench's, worked out by hand here) without a GPU, its bad inputs, and its step in
+// ci/gpu_device_check.sh.
 #include <algorithm>
 #include <filesystem>
 #include <string>
@@ -20,7 +21,7 @@ Outcome reference(const std::string& args) { return run_command("python3 bench/c
 
 TEST(SdpaReference, DryRunCountsTheBenchsWork) {
   if (!have_program("python3")) GTEST_SKIP() << "no python3 on this machine";
-  const Outcome r = reference("--dry-run --chunks 256,1024 --cached 0,2048");
+  const Outcome r = reference("--dry-run --kinds prefill --chunks 256,1024 --cached 0,2048");
   ASSERT_EQ(r.code, 0) << r.err;
   // chunk 1024 fresh: 1024 x 1025 / 2 = 524,800 pairs x 4 x 128 x 32 = 8.598 GFLOP, 17.39 us at
   // 494.5 TFLOP/s (the same count as prefill_budget.py's).
@@ -32,6 +33,14 @@ TEST(SdpaReference, DryRunCountsTheBenchsWork) {
   // head_dim 64 rows are over cached keys only, as the bench's: 2 x 2 rows at 128, 2 at 64.
   EXPECT_EQ(r.out.find("hd=64/chunk=256/cached=0"), std::string::npos) << r.out;
   EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 6) << r.out;
+  // Decode rows: batch x context x 8 kv heads x head_dim x 2 bytes, K and V (the bench's
+  // batch x context x 4096 bytes at head_dim 128).
+  const Outcome d = reference("--dry-run --kinds decode --decode-batches 1,4 --decode-contexts 2048,8192");
+  ASSERT_EQ(d.code, 0) << d.err;
+  EXPECT_NE(d.out.find("sdpa/-/decode/batch=1/context=2048: 8.389 MB of K and V\n"), std::string::npos) << d.out;
+  EXPECT_NE(d.out.find("sdpa/-/decode/hd=64/batch=4/context=8192: 67.109 MB of K and V\n"), std::string::npos)
+      << d.out;
+  EXPECT_EQ(std::count(d.out.begin(), d.out.end(), '\n'), 8) << d.out;  // 2 x 2 x both head dims
 }
 
 TEST(SdpaReference, BadInputsAreOneLineErrors) {
@@ -45,8 +54,10 @@ TEST(SdpaReference, BadInputsAreOneLineErrors) {
       {"--head-dims 96", "--head-dims 96: 96 is not 64 or 128 (the bench's head dims)"},
       {"--backends flash,triton", "--backends flash,triton: 'triton' is not one of flash, cudnn, efficient"},
       {"--iters 0", "--iters 0: must be at least 1"},
-      {"--head-dims 64 --cached 0 --dry-run",
-       "no row: head_dim 64 rows are over cached keys only (the bench's), give --cached above 0"},
+      {"--kinds prefill,mixed", "--kinds prefill,mixed: 'mixed' is not prefill or decode"},
+      {"--decode-batches 0", "--decode-batches 0: 0 is below 1"},
+      {"--head-dims 64 --cached 0 --kinds prefill --dry-run",
+       "no row: head_dim 64 prefill rows are over cached keys only (the bench's), give --cached above 0"},
   };
   for (const auto& c : cases) {
     const Outcome r = reference(c.args);
