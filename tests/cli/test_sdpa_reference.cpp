@@ -67,6 +67,40 @@ TEST(SdpaReference, BadInputsAreOneLineErrors) {
   }
 }
 
+// The measuring path through a stand-in for torch (tests/cli/fake_torch: every call 50 us, cuDNN
+// refusing masks, the memory-efficient backend refusing grouped-query inputs): the rows' rates and
+// fractions, a refusal's first line, an expanded row, the JSON, and an unwritable --json.
+TEST(SdpaReference, MeasuresThroughTorchsInterface) {
+  if (!have_program("python3")) GTEST_SKIP() << "no python3 on this machine";
+  const std::string dir = temp_path("sdpa-fake");
+  std::filesystem::create_directories(dir);
+  const std::string run =
+      "PYTHONDONTWRITEBYTECODE=1 PYTHONPATH=tests/cli/fake_torch python3 bench/cuda/sdpa_reference.py "
+      "--chunks 256 --cached 2048 --decode-batches 1 --decode-contexts 2048 --head-dims 128 ";
+  const Outcome r = run_command(run + "--json " + dir + "/rows.json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  std::string out;  // blanks squeezed
+  for (char c : r.out) {
+    if (c != ' ' || out.empty() || out.back() != ' ') out += c;
+  }
+  // 2 x 2 GiB copied in 0.5 ms; 557,184 pairs x 4 x 128 x 32 = 9.129 GFLOP in 50 us (0.5 ms over a
+  // graph of 10 calls): 182.58 TFLOP/s, 0.185 of 989; 8,388,608 bytes in 50 us over 8.59 TB/s: 0.020.
+  EXPECT_NE(out.find("device copy bandwidth: 8.59 TB/s"), std::string::npos) << out;
+  EXPECT_NE(out.find("sdpa/flash/chunk=256/cached=2048 50.0 50.0 182.58 0.185 gqa\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("sdpa/cudnn/chunk=256/cached=2048 refused: cuDNN refuses this mask\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("sdpa/efficient/chunk=256/cached=2048 50.0 50.0 182.58 0.185 expanded\n"), std::string::npos)
+      << out;
+  EXPECT_NE(out.find("sdpa/flash/decode/batch=1/context=2048 50.0 50.0 0.17 0.020 gqa\n"), std::string::npos) << out;
+  const std::string json = read_text(dir + "/rows.json");
+  EXPECT_NE(json.find("\"copy_bandwidth\": 8589934592000.0"), std::string::npos) << json;
+  EXPECT_NE(json.find("\"refused\": \"cuDNN refuses this mask\""), std::string::npos) << json;
+  EXPECT_EQ(std::count(json.begin(), json.end(), '{'), 7) << json;  // the file's object and 6 rows
+  const Outcome bad = run_command(run + "--kinds decode --json /proc/no-such-folder/rows.json");
+  EXPECT_EQ(bad.code, 1);
+  EXPECT_EQ(bad.err, "sdpa_reference: --json /proc/no-such-folder/rows.json: No such file or directory\n");
+  std::filesystem::remove_all(dir);
+}
+
 TEST(SdpaReference, WithoutTorchOrAGpuItSaysWhichAndExitsOne) {
   if (!have_program("python3")) GTEST_SKIP() << "no python3 on this machine";
   const Outcome r = reference("--chunks 64 --cached 0 --head-dims 128 --backends flash --iters 1");

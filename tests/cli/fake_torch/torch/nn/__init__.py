@@ -1,0 +1,1 @@
+from . import attention, functional  # noqa: F401
