@@ -79,14 +79,18 @@ class Row:
         return 2.0 * self.batch * self.keys * KV_HEADS * self.head_dim * 2
 
 
+def hd_part(head_dim):  # the bench's row names: "hd=64/" for head_dim 64, nothing for 128
+    return "" if head_dim == 128 else f"hd={head_dim}/"
+
+
 def prefill_row(backend, head_dim, chunk, cached):
-    hd = "" if head_dim == 128 else f"hd={head_dim}/"
-    return Row(f"sdpa/{backend}/{hd}chunk={chunk}/cached={cached}", 1, chunk, cached + chunk, head_dim, True)
+    name = f"sdpa/{backend}/{hd_part(head_dim)}chunk={chunk}/cached={cached}"
+    return Row(name, 1, chunk, cached + chunk, head_dim, True)
 
 
 def decode_row(backend, head_dim, batch, context):
-    hd = "" if head_dim == 128 else f"hd={head_dim}/"
-    return Row(f"sdpa/{backend}/decode/{hd}batch={batch}/context={context}", batch, 1, context, head_dim, False)
+    name = f"sdpa/{backend}/decode/{hd_part(head_dim)}batch={batch}/context={context}"
+    return Row(name, batch, 1, context, head_dim, False)
 
 
 def time_row(torch, backend, row, iters):
@@ -122,7 +126,8 @@ def time_row(torch, backend, row, iters):
             try:
                 call()
             except (RuntimeError, TypeError, ValueError, NotImplementedError) as e:
-                return None, str(e).strip().splitlines()[0][:120] if str(e).strip() else type(e).__name__
+                reason = str(e).strip()
+                return None, reason.splitlines()[0][:120] if reason else type(e).__name__
         for _ in range(3):
             call()
         # Timed as replays of a CUDA graph of REPLAY_CALLS calls, as the bench's graph rows are, so
@@ -242,10 +247,9 @@ def main():
                 continue
             ran += 1
             best, median = min(times), statistics.median(times)
-            if r.causal:
-                rate, frac = r.flops() / (best * 1e-6), r.flops() / (best * 1e-6) / PEAK
-            else:
-                rate, frac = r.kv_bytes() / (best * 1e-6), r.kv_bytes() / bandwidth / (best * 1e-6)
+            # FLOP/s against the tensor-core peak (prefill), bytes/s against the copy rate (decode)
+            rate = (r.flops() if r.causal else r.kv_bytes()) / (best * 1e-6)
+            frac = rate / (PEAK if r.causal else bandwidth)
             print(f"{r.name:52s} {best:9.1f} {median:9.1f} {rate / 1e12:8.2f} {frac:6.3f}  {note}")
             rows.append({"row": r.name, "best_us": best, "median_us": median, "rate": rate, "frac": frac, "note": note})
     if a.json:  # whole or not at all: written beside, then renamed

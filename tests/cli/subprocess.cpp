@@ -71,4 +71,12 @@ Outcome run_command(const std::string& command) {
 
 bool have_program(const std::string& name) { return run_command("command -v '" + name + "'").code == 0; }
 
+std::string squeeze(const std::string& text) {
+  std::string out;
+  for (char ch : text) {
+    if (ch != ' ' || out.empty() || out.back() != ' ') out += ch;
+  }
+  return out;
+}
+
 }  // namespace samebits::testing

@@ -33,5 +33,7 @@ std::string temp_path(const std::string& name);  // a fresh path under the temp 
 std::string read_text(const std::string& path);  // the file's bytes; "" when it cannot be read
 void write_text(const std::string& path, const std::string& text);  // the file's bytes, replaced
 void write_script(const std::string& path, const std::string& text);  // an executable file (mode 0755)
+// The text with each run of spaces as one space: for tables whose column widths are not under test.
+std::string squeeze(const std::string& text);
 
 }  // namespace samebits::testing

@@ -18,6 +18,7 @@ using testing::have_program;
 using testing::Outcome;
 using testing::read_text;
 using testing::run_command;
+using testing::squeeze;
 using testing::temp_path;
 using testing::write_script;
 using testing::write_text;
@@ -61,15 +62,6 @@ struct Builds {
   }
   Outcome run(const std::string& args) const { return run_command(std::string(kTool) + " run " + args); }
 };
-
-// The text with each run of spaces as one space: the tables' column widths are not under test.
-std::string squeeze(const std::string& text) {
-  std::string out;
-  for (char ch : text) {
-    if (ch != ' ' || out.empty() || out.back() != ' ') out += ch;
-  }
-  return out;
-}
 
 TEST(AttentionSideBySide, RunsTheBuildsInTurnAndComparesEachRowsBestTime) {
   if (!have_program("python3")) GTEST_SKIP() << "no python3 on this machine";

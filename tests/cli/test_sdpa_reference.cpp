@@ -15,6 +15,7 @@ using testing::have_program;
 using testing::Outcome;
 using testing::read_text;
 using testing::run_command;
+using testing::squeeze;
 using testing::temp_path;
 
 Outcome reference(const std::string& args) { return run_command("python3 bench/cuda/sdpa_reference.py " + args); }
@@ -79,10 +80,7 @@ TEST(SdpaReference, MeasuresThroughTorchsInterface) {
       "--chunks 256 --cached 2048 --decode-batches 1 --decode-contexts 2048 --head-dims 128 ";
   const Outcome r = run_command(run + "--json " + dir + "/rows.json");
   ASSERT_EQ(r.code, 0) << r.err;
-  std::string out;  // blanks squeezed
-  for (char c : r.out) {
-    if (c != ' ' || out.empty() || out.back() != ' ') out += c;
-  }
+  const std::string out = squeeze(r.out);
   // 2 x 2 GiB copied in 0.5 ms; 557,184 pairs x 4 x 128 x 32 = 9.129 GFLOP in 50 us (0.5 ms over a
   // graph of 10 calls): 182.58 TFLOP/s, 0.185 of 989; 8,388,608 bytes in 50 us over 8.59 TB/s: 0.020.
   EXPECT_NE(out.find("device copy bandwidth: 8.59 TB/s"), std::string::npos) << out;
