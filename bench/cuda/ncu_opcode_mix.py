@@ -5,7 +5,8 @@ sass_mix.py counts the instructions a stretch of machine code holds; this reads 
 kernel executing, per opcode, and sums the opcodes into four classes (floating point, tensor,
 memory and barriers, integer / uniform / control) so that two kernels doing the same work can be
 compared where their instructions go (bench/cuda/notes/prefill-time.md: cuDNN's prefill kernel
-beside main's). Each LOG is the output of one profiled launch:
+beside main's). Each LOG is ncu's output for one or more profiled launches (NAME=LOG#N takes the
+N-th of several, counting from 1):
 
     ncu --kernel-name regex:KERNEL --launch-count 1 --metrics \\
         sass__inst_executed_per_opcode,gpu__time_duration.sum --print-metric-instances details BINARY ...
@@ -14,7 +15,8 @@ beside main's). Each LOG is the output of one profiled launch:
 --per N divides every count by N (e.g. the consumer warps' visits of a call: per warp and visit);
 without it counts are in millions. --top K: the K largest opcodes after the classes (default 12).
 --json FILE: every count, written whole or not at all. Exit status: 0, or 2 with one line on
-stderr for a bad argument or a log that does not hold exactly one kernel's per-opcode counts.
+stderr for a bad argument, a log without the chosen kernel's whole per-opcode list, or a log of
+several kernels named without #N.
 """
 import argparse
 import json
@@ -48,23 +50,41 @@ def count(text):
     return int(text.replace(",", ""))
 
 
-def parse_log(path):
-    """The one profiled kernel of the log: name, grid, block, us (or None), total, {opcode: count}."""
+def sections(text):
+    """The log cut at ncu's kernel lines: [(kernel match or None, the text up to the next one)]."""
+    lines = text.splitlines(keepends=True)
+    out, kernel, body = [], None, []
+    for line in lines:
+        m = KERNEL.match(line)
+        if m:
+            out.append((kernel, "".join(body)))
+            kernel, body = m, []
+        else:
+            body.append(line)
+    out.append((kernel, "".join(body)))
+    return [(k, t) for k, t in out if re.search(rf"^\s*{METRIC}\b", t, re.M)]
+
+
+def parse_log(spec):
+    """Kernel `#N` of the log (the only one if not given): name, grid, block, us (or None), total,
+    {opcode: count}."""
+    path, pick = spec
     try:
         with open(path, encoding="utf-8", errors="replace") as f:
             text = f.read()
     except OSError as e:
         fail(f"{path}: cannot read ({e.strerror})")
-    found = [m for m in re.finditer(rf"^\s*{METRIC}\b", text, re.M)]
+    found = sections(text)
     if not found:
         fail(f"{path}: no {METRIC} (profile with --metrics {METRIC} --print-metric-instances details)")
-    if len(found) > 1:
-        fail(f"{path}: {len(found)} profiled kernels; profile one launch (--launch-count 1)")
-    start = found[0].start()
-    kernels = [m for m in (KERNEL.match(line) for line in text[:start].splitlines()) if m]
-    kernel = kernels[-1] if kernels else None
-    rest = text[found[0].end():]
-    listed = re.match(rf"\s+(?:inst\s+)?{NUMBER}\s*\(([^)]*)\)", rest)
+    if pick is None and len(found) > 1:
+        names = ", ".join(f"{i}: {(k.group(1) if k else '?')[:40]}" for i, (k, _) in enumerate(found, 1))
+        fail(f"{path}: {len(found)} profiled kernels ({names}); pick one as NAME={path}#N")
+    if pick is not None and not 1 <= pick <= len(found):
+        fail(f"{path}#{pick}: the log has {len(found)} profiled kernel{'s' if len(found) > 1 else ''}")
+    kernel, body = found[(pick or 1) - 1]
+    at = re.search(rf"^\s*{METRIC}\b", body, re.M)
+    listed = re.match(rf"\s+(?:inst\s+)?{NUMBER}\s*\(([^)]*)\)", body[at.end():])
     if not listed:
         fail(f"{path}: {METRIC} has no per-opcode list (add --print-metric-instances details)")
     total = count(listed.group(1))
@@ -73,7 +93,7 @@ def parse_log(path):
         ops[m.group(1)] = ops.get(m.group(1), 0) + count(m.group(2))
     if sum(ops.values()) != total:
         fail(f"{path}: the opcode counts add up to {sum(ops.values()):,}, not the total {total:,} (a truncated list?)")
-    us = re.search(rf"gpu__time_duration\.sum\s+(\w+)\s+{NUMBER}", text)
+    us = re.search(rf"gpu__time_duration\.sum\s+(\w+)\s+{NUMBER}", body)
     scale = {"ns": 1e-3, "us": 1.0, "usecond": 1.0, "ms": 1e3, "msecond": 1e3, "nsecond": 1e-3}
     return {
         "kernel": kernel.group(1) if kernel else None,
@@ -94,10 +114,12 @@ def classes_of(ops):
 
 
 def named_log(text):
+    """NAME=LOG or NAME=LOG#N: (name, (path, N or None))."""
     name, sep, path = text.partition("=")
     if not sep or not name or not path:
         raise argparse.ArgumentTypeError(f"'{text}' is not NAME=LOG")
-    return name, path
+    m = re.fullmatch(r"(.+)#(\d+)", path)
+    return name, (m.group(1), int(m.group(2))) if m else (path, None)
 
 
 class Parser(argparse.ArgumentParser):
@@ -119,7 +141,7 @@ def main():
     names = [n for n, _ in args.logs]
     if len(set(names)) != len(names):
         fail(f"'{next(n for n in names if names.count(n) > 1)}' is named twice")
-    runs = {name: parse_log(path) for name, path in args.logs}
+    runs = {name: parse_log(spec) for name, spec in args.logs}
     for r in runs.values():
         r["classes"] = classes_of(r["opcodes"])
     if args.json:  # before the table: a failure prints nothing else

@@ -1,6 +1,7 @@
 // bench/cuda/ncu_opcode_mix.py, executed instructions by opcode and class from ncu's text output:
 // its classes and per-unit counts on logs written here in ncu's layout (the opcode list wrapped over
-// lines, as ncu prints it), its bad logs and arguments, and its JSON.
+// lines, as ncu prints it), the choice of one launch in a log of several, its bad logs and
+// arguments, and its JSON.
 #include <algorithm>
 #include <filesystem>
 #include <string>
@@ -72,6 +73,12 @@ TEST(NcuOpcodeMix, SumsOpcodesIntoClassesPerUnit) {
   const std::string json = read_text(dir + "/mix.json");
   EXPECT_NE(json.find("\"total\": 2000"), std::string::npos) << json;
   EXPECT_NE(json.find("\"LDGSTS\": 30"), std::string::npos) << json;
+  // A log of two launches: #N takes the N-th (its own counts, name and time).
+  write_text(dir + "/two.txt", ncu_log("k1", kFirst) + ncu_log("k2", kSecond));
+  const Outcome two = mix("--per 10 --top 0 second=" + dir + "/two.txt#2 first=" + dir + "/two.txt#1");
+  ASSERT_EQ(two.code, 0) << two.err;
+  EXPECT_NE(squeeze(two.out).find("total 200.0 25.0\n"), std::string::npos) << two.out;
+  EXPECT_NE(two.out.find("second: k2 (1024, 1, 1)x(384, 1, 1)\n"), std::string::npos) << two.out;
   // Without --per: millions.
   const Outcome m = mix("a=" + dir + "/a.txt");
   ASSERT_EQ(m.code, 0) << m.err;
@@ -84,7 +91,7 @@ TEST(NcuOpcodeMix, BadLogsAndArgumentsAreOneLineErrors) {
   const std::string dir = temp_path("ncu-mix-bad");
   std::filesystem::create_directories(dir);
   write_text(dir + "/none.txt", ncu_log("k", ""));
-  write_text(dir + "/two.txt", ncu_log("k", kFirst) + ncu_log("k", kFirst));
+  write_text(dir + "/two.txt", ncu_log("k1", kFirst) + ncu_log("k2", kSecond));
   write_text(dir + "/nolist.txt",
              ncu_log("k", "    sass__inst_executed_per_opcode              inst          250\n"));
   // The list cut short (FADD's 50 missing): the counts no longer add up to the total.
@@ -97,7 +104,10 @@ TEST(NcuOpcodeMix, BadLogsAndArgumentsAreOneLineErrors) {
       {"a=" + dir + "/none.txt",
        dir + "/none.txt: no sass__inst_executed_per_opcode (profile with --metrics sass__inst_executed_per_opcode "
              "--print-metric-instances details)"},
-      {"a=" + dir + "/two.txt", dir + "/two.txt: 2 profiled kernels; profile one launch (--launch-count 1)"},
+      {"a=" + dir + "/two.txt",
+       dir + "/two.txt: 2 profiled kernels (1: k1, 2: k2); pick one as NAME=" + dir + "/two.txt#N"},
+      {"a=" + dir + "/two.txt#3", dir + "/two.txt#3: the log has 2 profiled kernels"},
+      {"a=" + dir + "/good.txt#0", dir + "/good.txt#0: the log has 1 profiled kernel"},
       {"a=" + dir + "/nolist.txt",
        dir + "/nolist.txt: sass__inst_executed_per_opcode has no per-opcode list (add --print-metric-instances "
              "details)"},
