@@ -23,7 +23,9 @@ import json
 import os
 import re
 import sys
-import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from whole_file import write_whole  # noqa: E402
 
 TOOL = "ncu_opcode_mix"
 METRIC = "sass__inst_executed_per_opcode"
@@ -51,7 +53,8 @@ def count(text):
 
 
 def sections(text):
-    """The log cut at ncu's kernel lines: [(kernel match or None, the text up to the next one)]."""
+    """The log cut at ncu's kernel lines, the parts that hold the metric: [(kernel match or None,
+    the text up to the next kernel line, the metric's match in it)]."""
     lines = text.splitlines(keepends=True)
     out, kernel, body = [], None, []
     for line in lines:
@@ -62,7 +65,8 @@ def sections(text):
         else:
             body.append(line)
     out.append((kernel, "".join(body)))
-    return [(k, t) for k, t in out if re.search(rf"^\s*{METRIC}\b", t, re.M)]
+    found = [(k, t, re.search(rf"^\s*{METRIC}\b", t, re.M)) for k, t in out]
+    return [(k, t, at) for k, t, at in found if at]
 
 
 def parse_log(spec):
@@ -78,12 +82,11 @@ def parse_log(spec):
     if not found:
         fail(f"{path}: no {METRIC} (profile with --metrics {METRIC} --print-metric-instances details)")
     if pick is None and len(found) > 1:
-        names = ", ".join(f"{i}: {(k.group(1) if k else '?')[:40]}" for i, (k, _) in enumerate(found, 1))
+        names = ", ".join(f"{i}: {(k.group(1) if k else '?')[:40]}" for i, (k, _, _) in enumerate(found, 1))
         fail(f"{path}: {len(found)} profiled kernels ({names}); pick one as NAME={path}#N")
     if pick is not None and not 1 <= pick <= len(found):
         fail(f"{path}#{pick}: the log has {len(found)} profiled kernel{'s' if len(found) > 1 else ''}")
-    kernel, body = found[(pick or 1) - 1]
-    at = re.search(rf"^\s*{METRIC}\b", body, re.M)
+    kernel, body, at = found[(pick or 1) - 1]
     listed = re.match(rf"\s+(?:inst\s+)?{NUMBER}\s*\(([^)]*)\)", body[at.end():])
     if not listed:
         fail(f"{path}: {METRIC} has no per-opcode list (add --print-metric-instances details)")
@@ -145,15 +148,9 @@ def main():
     for r in runs.values():
         r["classes"] = classes_of(r["opcodes"])
     if args.json:  # before the table: a failure prints nothing else
-        tmp = None
         try:
-            fd, tmp = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(args.json)), prefix=".ncu_opcode_mix.")
-            with os.fdopen(fd, "w") as f:
-                json.dump({"per": args.per, "kernels": runs}, f, indent=1)
-            os.replace(tmp, args.json)
+            write_whole(args.json, json.dumps({"per": args.per, "kernels": runs}, indent=1))
         except OSError as e:
-            if tmp and os.path.exists(tmp):
-                os.unlink(tmp)
             fail(f"--json {args.json}: cannot write ({e.strerror})")
 
     unit = f"per {args.per:g}" if args.per else "millions"

@@ -33,6 +33,9 @@ import sys
 import warnings
 from dataclasses import dataclass
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from whole_file import write_whole  # noqa: E402
+
 TOOL = "sdpa_reference"
 Q_HEADS, KV_HEADS, PEAK = 32, 8, 989e12
 REPLAY_CALLS = 10
@@ -252,12 +255,10 @@ def main():
             frac = rate / (PEAK if r.causal else bandwidth)
             print(f"{r.name:52s} {best:9.1f} {median:9.1f} {rate / 1e12:8.2f} {frac:6.3f}  {note}")
             rows.append({"row": r.name, "best_us": best, "median_us": median, "rate": rate, "frac": frac, "note": note})
-    if a.json:  # whole or not at all: written beside, then renamed
+    if a.json:
         try:
-            with open(a.json + ".tmp", "w") as f:
-                json.dump({"device": torch.cuda.get_device_name(), "torch": torch.__version__,
-                           "copy_bandwidth": bandwidth, "rows": rows}, f, indent=1)
-            os.replace(a.json + ".tmp", a.json)
+            write_whole(a.json, json.dumps({"device": torch.cuda.get_device_name(), "torch": torch.__version__,
+                                            "copy_bandwidth": bandwidth, "rows": rows}, indent=1))
         except OSError as e:
             fail(f"--json {a.json}: {e.strerror}", 1)
     return 0 if ran else 1
