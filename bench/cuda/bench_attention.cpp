@@ -15,7 +15,9 @@
 // decode-burst-four-warps: the decode-burst rows on the decode kernel in blocks of 8 warps or of
 // at most 4; decode-burst-split-ring=4, decode-burst-chain-ring=2|4: the same rows on the
 // four-warps (split) and the few-warps (chain) decode kernels;
-// decode-split=64|128|512|1024: invariant mode with another fixed split size
+// decode-split=64|128|512|1024: invariant mode with another fixed split size (64 and 128 also as
+// graph replays: decode-split=64|128-graph on the automatic route, -segment on the segment kernel;
+// decode-split-count=8|16-graph|-segment: default mode with that split count, batch 1 and 4 x 2048)
 // (prefill-split=64|128|512|1024|8192 likewise: the larger ones show what the 256-key segment ends
 // cost);
 // decode-items=4|16: default mode planned for that many items per unit instead of 8;
@@ -164,6 +166,7 @@ struct How {
   bool mirrors = true;
   int split_size = 0;
   int units = kDefaultParallelUnits;  // the planner's parallel units (default mode's split count)
+  int split_count = 0;                // > 0: default mode's plan with this split count instead
 };
 
 // Seconds per call of fn(stream, i), as the case's iterations (mean_time_per_call): reps for ~3 ms
@@ -211,6 +214,7 @@ AttentionArgs attention_args(const Batch& batch, Mode mode, int hd, const How& h
     a.plan = plan_attention(Mode::kInvariant, seqs, kHkv, b->max_context, kDefaultParallelUnits);
     a.plan.split_size = how.split_size;
   }
+  if (how.split_count > 0) a.plan.split_count = how.split_count;
   a.out = b->out;
   return a;
 }
@@ -657,6 +661,39 @@ int main(int argc, char** argv) {
         add(absl::StrCat("decode-split=", split, "/invariant/batch=", seqs, "/context=", context),
             [=](benchmark::State& st) {
               run(st, Mode::kInvariant, seqs, context, 1, 128, false, AttentionRoute::kAuto, Burst::kNone, split);
+            });
+      }
+    }
+  }
+  // The smaller splits at batch 1-4 as graph replays (-graph: the automatic route; -segment: the
+  // segment kernel forced, whose four warps then hold a 128-key segment's two sub-blocks, or one):
+  // beside decode-graph, what cuDNN's decode shape at batch 1 x 2048 (one block per 128 keys and kv
+  // head: 128 blocks; bench/cuda/notes/decode-small-batches.md) would give under this contract.
+  for (int split : {64, 128}) {
+    for (auto [suffix, route] : {std::pair{"-graph", AttentionRoute::kAuto}, {"-segment", AttentionRoute::kDecodeSegment}}) {
+      for (int seqs : {1, 4}) {
+        for (int64_t context : {2048, 8192}) {
+          add(absl::StrCat("decode-split=", split, suffix, "/invariant/batch=", seqs, "/context=", context),
+              [=](benchmark::State& st) {
+                run(st, Mode::kInvariant, seqs, context, 1, 128, true, route, Burst::kNone, split);
+              });
+        }
+      }
+    }
+  }
+  // Default mode (free of the invariant contract's split size) with cuDNN's shape at batch 1 x
+  // 2048, 16 splits of 128 keys, and with 8 of 256 (invariant mode's), beside its own plan's 32 of
+  // 64: graph replays on the automatic route and on the segment kernel.
+  for (int count : {8, 16}) {
+    for (auto [suffix, route] : {std::pair{"-graph", AttentionRoute::kAuto}, {"-segment", AttentionRoute::kDecodeSegment}}) {
+      for (int seqs : {1, 4}) {
+        add(absl::StrCat("decode-split-count=", count, suffix, "/default/batch=", seqs, "/context=2048"),
+            [=](benchmark::State& st) {
+              How how;
+              how.graph = true;
+              how.route = route;
+              how.split_count = count;
+              run_how(st, Mode::kDefault, seqs, 2048, 1, 128, how);
             });
       }
     }
