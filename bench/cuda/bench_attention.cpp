@@ -669,8 +669,10 @@ int main(int argc, char** argv) {
   // segment kernel forced, whose four warps then hold a 128-key segment's two sub-blocks, or one):
   // beside decode-graph, what cuDNN's decode shape at batch 1 x 2048 (one block per 128 keys and kv
   // head: 128 blocks; bench/cuda/notes/decode-small-batches.md) would give under this contract.
+  const std::pair<const char*, AttentionRoute> small_split_routes[] = {{"-graph", AttentionRoute::kAuto},
+                                                                      {"-segment", AttentionRoute::kDecodeSegment}};
   for (int split : {64, 128}) {
-    for (auto [suffix, route] : {std::pair{"-graph", AttentionRoute::kAuto}, {"-segment", AttentionRoute::kDecodeSegment}}) {
+    for (auto [suffix, route] : small_split_routes) {
       for (int seqs : {1, 4}) {
         for (int64_t context : {2048, 8192}) {
           add(absl::StrCat("decode-split=", split, suffix, "/invariant/batch=", seqs, "/context=", context),
@@ -685,7 +687,7 @@ int main(int argc, char** argv) {
   // 2048, 16 splits of 128 keys, and with 8 of 256 (invariant mode's), beside its own plan's 32 of
   // 64: graph replays on the automatic route and on the segment kernel.
   for (int count : {8, 16}) {
-    for (auto [suffix, route] : {std::pair{"-graph", AttentionRoute::kAuto}, {"-segment", AttentionRoute::kDecodeSegment}}) {
+    for (auto [suffix, route] : small_split_routes) {
       for (int seqs : {1, 4}) {
         add(absl::StrCat("decode-split-count=", count, suffix, "/default/batch=", seqs, "/context=2048"),
             [=](benchmark::State& st) {
