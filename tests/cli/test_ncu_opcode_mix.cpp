@@ -73,6 +73,9 @@ TEST(NcuOpcodeMix, SumsOpcodesIntoClassesPerUnit) {
   const std::string json = read_text(dir + "/mix.json");
   EXPECT_NE(json.find("\"total\": 2000"), std::string::npos) << json;
   EXPECT_NE(json.find("\"LDGSTS\": 30"), std::string::npos) << json;
+  // Written whole through a temporary file, yet with the permissions of a file created as usual.
+  EXPECT_EQ(std::filesystem::status(dir + "/mix.json").permissions(),
+            std::filesystem::status(dir + "/a.txt").permissions());
   // A log of two launches: #N takes the N-th (its own counts, name and time).
   write_text(dir + "/two.txt", ncu_log("k1", kFirst) + ncu_log("k2", kSecond));
   const Outcome two = mix("--per 10 --top 0 second=" + dir + "/two.txt#2 first=" + dir + "/two.txt#1");
