@@ -1,7 +1,7 @@
 // Kernels of the prefill-ceiling rows (prefill_ceiling.h): the wgmma prefill's visit with only its
 // matrix products, in the order attention_prefill.cu issues them, on one K / V tile that stays in
 // shared memory, or (the copies rung) on K and V copied through the prefill's ring by a producer
-// warpgroup. Timing only: no reference, nonsense outputs. Built for sm_90a only (wgmma); elsewhere
+// warpgroup, and (the softmax rung) with the prefill's interior softmax between them. Timing only: no reference, nonsense outputs. Built for sm_90a only (wgmma); elsewhere
 // the launch fails and the rows report it.
 #include "bench/cuda/prefill_ceiling.h"
 
@@ -11,6 +11,7 @@
 
 #include "kernels/cuda/attention_prefill.h"
 #include "kernels/cuda/cuda_ops.h"
+#include "kernels/cuda/sm90a/prefill_softmax.cuh"
 #include "kernels/cuda/sm90a/wgmma_ops.cuh"
 #include "kernels/cuda/tensor_core.cuh"
 #include "kernels/fixed_math.h"
@@ -94,9 +95,10 @@ __device__ __forceinline__ void ceiling_produce(const uint16_t* k_src, const uin
   while (handed < visits) hand_over();
 }
 
-template <int HD, int KEYS, int WG, bool kCopies>
+template <int HD, int KEYS, int WG, bool kCopies, bool kSoftmax>
 __global__ void __launch_bounds__(CeilingLayout<HD, KEYS, WG, kCopies>::kThreads, 1)
     prefill_ceiling_kernel(int visits, const uint16_t* k_src, const uint16_t* v_src, float* sink) {
+  static_assert(!kSoftmax || (kCopies && KEYS == 64), "the softmax rung is the copies rung's shape");
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   using L = CeilingLayout<HD, KEYS, WG, kCopies>;
   extern __shared__ unsigned char smem_raw[];
@@ -174,20 +176,69 @@ __global__ void __launch_bounds__(CeilingLayout<HD, KEYS, WG, kCopies>::kThreads
   };
   issue_scores(0);
   uint32_t p[KEYS / 16][4];
+  // The softmax rung's row state (prefill_softmax.cuh): one segment of `visits` interior sub-blocks.
+  // The scale is the prefill's (AttnParams::scale: 1 / sqrt(head_dim) in log2 units).
+  const float scale = 1.4426950408889634f / (HD == 128 ? 11.313708498984761f : 8.0f);
+  float m[2] = {0.0f, 0.0f}, l[2] = {0.0f, 0.0f};
+  bool first[2] = {true, true};
 #pragma unroll 1  // (one visit per iteration, as the prefill's walk; unrolled, the copies form spilled)
   for (int v = 0; v < visits; ++v) {
     cuda::wgmma_wait<0>();  // the scores of v and the products of v - 1
 #pragma unroll
     for (int i = 0; i < KEYS / 2; ++i) asm volatile("" : "+f"(scf[i])::"memory");  // (read after the wait)
     if (kCopies && v > 0) cuda::mbar_arrive(empty + 8 * stage_of(v - 1));  // v - 1's products retired
+    if constexpr (kSoftmax) {
+      // o and P read after the wait, as the prefill's retire_values: without it ptxas serialises
+      // every wgmma (C7515) for o's rescale below.
 #pragma unroll
-    for (int kk = 0; kk < KEYS / 16; ++kk) {  // P in the A fragment layout, as the prefill packs it
-      p[kk][0] = cuda::pack_bf16x2(sc[2 * kk][0] * 0.0625f, sc[2 * kk][1] * 0.0625f);
-      p[kk][1] = cuda::pack_bf16x2(sc[2 * kk][2] * 0.0625f, sc[2 * kk][3] * 0.0625f);
-      p[kk][2] = cuda::pack_bf16x2(sc[2 * kk + 1][0] * 0.0625f, sc[2 * kk + 1][1] * 0.0625f);
-      p[kk][3] = cuda::pack_bf16x2(sc[2 * kk + 1][2] * 0.0625f, sc[2 * kk + 1][3] * 0.0625f);
+      for (int i = 0; i < HD / 2; ++i) asm volatile("" : "+f"(of[i])::"memory");
+#pragma unroll
+      for (int kk = 0; kk < KEYS / 16; ++kk)
+#pragma unroll
+        for (int i = 0; i < 4; ++i) asm volatile("" : "+r"(p[kk][i])::"memory");
+      // The prefill's interior visit (attention_prefill.cu's consume): max and alpha, the
+      // exponentials' arguments out of the accumulators, o rescaled unless no value changes, the
+      // next scores issued, then the exponentials and sums under them.
+      float alpha[2], x[8][4];
+      const bool was_first[2] = {first[0], first[1]};
+      const cuda::InteriorMax r = cuda::interior_max(scale, sc, alpha, m, first);
+      cuda::interior_exp_arguments(r, sc, x);
+      // (The arguments formed here, before the next scores are issued into sc: left to the
+      // compiler, their multiply-adds sank below that issue and ptxas serialised every wgmma, C7515.
+      // In the prefill the branch between the interior and the masked softmax pins them.)
+#pragma unroll
+      for (int nt = 0; nt < 8; ++nt)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) asm volatile("" : "+f"(x[nt][e]));
+      const bool unchanged = (alpha[0] == 1.0f || was_first[0]) && (alpha[1] == 1.0f || was_first[1]);
+      if (!__all_sync(0xffffffffu, unchanged)) {
+#pragma unroll
+        for (int nt = 0; nt < HD / 8; ++nt) {
+          o[nt][0] = o[nt][0] * alpha[0];
+          o[nt][1] = o[nt][1] * alpha[0];
+          o[nt][2] = o[nt][2] * alpha[1];
+          o[nt][3] = o[nt][3] * alpha[1];
+        }
+      }
+      if (v + 1 < visits) issue_scores(v + 1);
+      cuda::interior_exp_sum(r, x, alpha, m, l, first);
+#pragma unroll
+      for (int kk = 0; kk < 4; ++kk) {
+        p[kk][0] = cuda::pack_bf16x2(x[2 * kk][0], x[2 * kk][1]);
+        p[kk][1] = cuda::pack_bf16x2(x[2 * kk][2], x[2 * kk][3]);
+        p[kk][2] = cuda::pack_bf16x2(x[2 * kk + 1][0], x[2 * kk + 1][1]);
+        p[kk][3] = cuda::pack_bf16x2(x[2 * kk + 1][2], x[2 * kk + 1][3]);
+      }
+    } else {
+#pragma unroll
+      for (int kk = 0; kk < KEYS / 16; ++kk) {  // P in the A fragment layout, as the prefill packs it
+        p[kk][0] = cuda::pack_bf16x2(sc[2 * kk][0] * 0.0625f, sc[2 * kk][1] * 0.0625f);
+        p[kk][1] = cuda::pack_bf16x2(sc[2 * kk][2] * 0.0625f, sc[2 * kk][3] * 0.0625f);
+        p[kk][2] = cuda::pack_bf16x2(sc[2 * kk + 1][0] * 0.0625f, sc[2 * kk + 1][1] * 0.0625f);
+        p[kk][3] = cuda::pack_bf16x2(sc[2 * kk + 1][2] * 0.0625f, sc[2 * kk + 1][3] * 0.0625f);
+      }
+      if (v + 1 < visits) issue_scores(v + 1);
     }
-    if (v + 1 < visits) issue_scores(v + 1);
     const uint64_t v_desc = cuda::desc_advance(v_desc0, uint32_t(stage_of(v) * L::kStageBytes));
     cuda::wgmma_fence();
 #pragma unroll
@@ -198,7 +249,7 @@ __global__ void __launch_bounds__(CeilingLayout<HD, KEYS, WG, kCopies>::kThreads
   }
   cuda::wgmma_wait<0>();
   if (kCopies) cuda::mbar_arrive(empty + 8 * stage_of(visits - 1));
-  float x = 0.0f;
+  float x = l[0] + l[1];
 #pragma unroll
   for (int i = 0; i < HD / 2; ++i) x += of[i];
   if (x == 1234.5f) *sink = x;
@@ -221,10 +272,10 @@ const uint16_t* copy_source(int hd) {
   return src;
 }
 
-template <int HD, int KEYS, int WG, bool kCopies>
+template <int HD, int KEYS, int WG, bool kCopies, bool kSoftmax = false>
 bool launch(cudaStream_t stream, int blocks, int visits, float* sink) {
   using L = CeilingLayout<HD, KEYS, WG, kCopies>;
-  auto* kernel = prefill_ceiling_kernel<HD, KEYS, WG, kCopies>;
+  auto* kernel = prefill_ceiling_kernel<HD, KEYS, WG, kCopies, kSoftmax>;
   static const bool sized =
       cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, L::kBytes) == cudaSuccess;
   const uint16_t* k_src = kCopies ? copy_source(HD) : nullptr;
@@ -236,7 +287,8 @@ bool launch(cudaStream_t stream, int blocks, int visits, float* sink) {
 
 // The shapes with a kernel: 64 or 128 for each of head_dim and keys with 1 or 2 warpgroups; three
 // warpgroups at the prefill's own shape, head_dim 128 with 64 keys (the question the real kernel's
-// registers could not answer); the copies rung at the prefill's shapes, 64 keys and 2 warpgroups.
+// registers could not answer); the copies and softmax rungs at the prefill's shapes, 64 keys and 2
+// warpgroups.
 struct Kernel {
   CeilingShape shape;
   bool (*launch)(cudaStream_t, int, int, float*);
@@ -248,11 +300,14 @@ constexpr Kernel kKernels[] = {
     {{64, 64, 2}, launch<64, 64, 2, false>},    {{64, 128, 1}, launch<64, 128, 1, false>},
     {{64, 128, 2}, launch<64, 128, 2, false>},  {{128, 64, 2, true}, launch<128, 64, 2, true>},
     {{64, 64, 2, true}, launch<64, 64, 2, true>},
+    {{128, 64, 2, true, true}, launch<128, 64, 2, true, true>},
+    {{64, 64, 2, true, true}, launch<64, 64, 2, true, true>},
 };
 const Kernel* find_kernel(const CeilingShape& s) {
   for (const Kernel& k : kKernels) {
     const CeilingShape& t = k.shape;
-    if (t.head_dim == s.head_dim && t.keys == s.keys && t.warpgroups == s.warpgroups && t.copies == s.copies) {
+    if (t.head_dim == s.head_dim && t.keys == s.keys && t.warpgroups == s.warpgroups && t.copies == s.copies &&
+        t.softmax == s.softmax) {
       return &k;
     }
   }

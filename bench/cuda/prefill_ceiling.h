@@ -20,11 +20,16 @@ struct CeilingShape {
   // (cp.async, full / empty mbarriers, its register split) from 4096 tokens' keys laid out as a
   // fresh prefill's own ([token][kv head][head_dim]).
   bool copies = false;
+  // The softmax rung (with copies only): each visit's P by the prefill's interior softmax
+  // (kernels/cuda/sm90a/prefill_softmax.cuh: the rows' max, alpha, o rescaled where a row's max
+  // rose, the exponentials and their sums) instead of a plain scaling: the real kernel's visit on a
+  // segment of interior sub-blocks, without its rows' resolution, masks, folds or items.
+  bool softmax = false;
 };
 
 // Whether launch_prefill_ceiling has a kernel for the shape (64 or 128 for each of head_dim and
-// keys with 1 or 2 warpgroups; 3 warpgroups at head_dim 128 with 64 keys only; copies with 64 keys
-// and 2 warpgroups only).
+// keys with 1 or 2 warpgroups; 3 warpgroups at head_dim 128 with 64 keys only; copies, with or
+// without the softmax, with 64 keys and 2 warpgroups only).
 bool has_prefill_ceiling(const CeilingShape& shape);
 // Launches `blocks` blocks (the SM count: one block holds an SM), each warpgroup `visits` visits;
 // `sink` receives a value only if the outputs fold to one that they never give (so nothing is

@@ -47,6 +47,7 @@
 #include "kernels/cuda/attention_worklist.cuh"
 #include "kernels/cuda/cuda_common.h"
 #include "kernels/cuda/linear_common.cuh"
+#include "kernels/cuda/sm90a/prefill_softmax.cuh"
 #include "kernels/cuda/sm90a/tma_ops.cuh"
 #include "kernels/cuda/sm90a/wgmma_ops.cuh"
 
@@ -216,54 +217,6 @@ __device__ __forceinline__ void produce(const AttnParams& P, const TileInfo& t, 
   while (handed < n) hand_over();
 }
 
-// attend_softmax<2> (attention_kernel.cuh) for a sub-block that holds keys of every row of the
-// warp: the same roundings in the same order (the gpu tests compare this kernel with the 64-row
-// kernel bit for bit), in fewer instructions per score, in two phases so that the caller can
-// rescale o (by alpha, known after the first) before it issues the next wgmma.
-//  - Masking only where a row's range ends or begins inside the sub-block (the causal diagonal, a
-//    segment's edges: mask_outside_ranges), as attend_softmax masks: -inf in place of the score.
-//    With every row active, attend_softmax's per-row choices (alpha 1 and the state kept for an
-//    inactive row) never apply; a warp with a row that has no key in the sub-block takes
-//    attend_softmax. (Masked this way, the diagonal sub-blocks took 0.93-0.97x the time of a
-//    fresh prefill of 64-1024 tokens on the H200, with the first segment's fold below:
-//    bench/cuda/notes/prefill.md, 2026-12-04.)
-//  - p = exp2(fma(s, scale, -mu)) with mu = m_new, or +0 where m_new = -inf, without
-//    attend_softmax's per-score select (s != -inf ? exp2(fma(s, scale, -m_new)) : 0). Same bits:
-//    s = -inf gives -inf (mu finite or +inf), whose attn_exp2 is +0; m_new = -inf means no score
-//    above -inf, so s is -inf (exp2(-inf) = +0) or NaN (NaN either way).
-struct InteriorMax {
-  float m_new[2], mu[2], scale;
-};
-// Both phases work on the two rows (h) of a thread side by side and take maxima as trees: the
-// kernel runs two consumer warps per scheduler, so its time goes to waiting on chains of dependent
-// instructions (ncu: "wait" the first stall reason) more than to issuing them. A max is exact in any
-// order (a +0 / -0 tie could only change m's sign, which enters the bits only through exponentials
-// of differences); the sums keep attend_softmax's order, each row its own chain.
-// Phase 1: the running max (of the unscaled scores, then scaled: softmax_scaled_max), alpha.
-__device__ __forceinline__ InteriorMax interior_max(float scale, const float (&sc)[8][4], float (&alpha)[2],
-                                                   const float (&m)[2], const bool (&first)[2]) {
-  InteriorMax r;
-  r.scale = scale;
-  float mx[2][8];
-#pragma unroll
-  for (int nt = 0; nt < 8; ++nt)
-#pragma unroll
-    for (int h = 0; h < 2; ++h) mx[h][nt] = fmaxf(sc[nt][2 * h], sc[nt][2 * h + 1]);
-#pragma unroll
-  for (int w = 4; w >= 1; w /= 2)
-#pragma unroll
-    for (int i = 0; i < w; ++i)
-#pragma unroll
-      for (int h = 0; h < 2; ++h) mx[h][i] = fmaxf(mx[h][i], mx[h][i + w]);
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    // fmaxf with -inf: the chain's start, so that a thread whose scores are all NaN gives -inf too
-    r.m_new[h] = softmax_new_max(first[h], m[h], softmax_scaled_max(quad_max(fmaxf(-INFINITY, mx[h][0])), scale));
-    alpha[h] = softmax_alpha(true, first[h], m[h], r.m_new[h]);
-    r.mu[h] = r.m_new[h] == -INFINITY ? 0.0f : r.m_new[h];
-  }
-  return r;
-}
 // The scores `in` with columns outside each row's key range replaced by -inf (softmax_masked), into
 // `out`.
 __device__ __forceinline__ void mask_outside_ranges(int64_t sb0, const SegRange (&rg)[2], const float (&in)[8][4],
@@ -280,37 +233,6 @@ __device__ __forceinline__ void mask_outside_ranges(int64_t sb0, const SegRange 
         out[nt][2 * h + e] = softmax_masked(in[nt][2 * h + e], nt * 8 + (lane & 3) * 2 + e, lo, hi);
       }
   }
-}
-// Phase 2a, before the next sub-block's scores are issued: the exponentials' arguments
-// fma(s, scale, -mu), softmax_exp2_scaled's one rounding, from the accumulators (or the masked
-// scores) into `x`. Written where the scores leave the accumulators, so that these multiply-adds
-// are the copy that the next wgmma's issue into the accumulators needs (32 moves fewer a visit).
-__device__ __forceinline__ void interior_exp_arguments(const InteriorMax& r, const float (&sc)[8][4],
-                                                       float (&x)[8][4]) {
-#pragma unroll
-  for (int nt = 0; nt < 8; ++nt)
-#pragma unroll
-    for (int e = 0; e < 2; ++e)
-#pragma unroll
-      for (int h = 0; h < 2; ++h) x[nt][2 * h + e] = __fmaf_rn(sc[nt][2 * h + e], r.scale, -r.mu[h]);
-}
-// Phase 2b, under the next sub-block's scores: the exponentials of the arguments in place, their
-// sum, the row state (attn_exp2 of phase 2a's values: softmax_exp2_scaled's bits).
-__device__ __forceinline__ void interior_exp_sum(const InteriorMax& r, float (&sc)[8][4], const float (&alpha)[2],
-                                                 float (&m)[2], float (&l)[2], bool (&first)[2]) {
-  float sum[2] = {0.0f, 0.0f};
-#pragma unroll
-  for (int nt = 0; nt < 8; ++nt)
-#pragma unroll
-    for (int e = 0; e < 2; ++e)
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const float p = attn_exp2(sc[nt][2 * h + e]);
-        sc[nt][2 * h + e] = p;
-        sum[h] = sum[h] + p;
-      }
-#pragma unroll
-  for (int h = 0; h < 2; ++h) softmax_update(true, alpha[h], r.m_new[h], quad_sum(sum[h]), m[h], l[h], first[h]);
 }
 
 template <int HD, bool kPlanted, bool kFixedSplit>
