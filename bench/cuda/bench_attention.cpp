@@ -29,6 +29,7 @@
 // (prefill_ceiling.h), at head_dim 64 / 128, 64 or 128 keys a visit, 1-3 warpgroups;
 // prefill-ceiling-copies: the same at the prefill's shape with K and V copied through its ring;
 // prefill-ceiling-softmax: that with the prefill's interior softmax making P (prefill_softmax.cuh);
+// prefill-ceiling-folds: that with a segment fold every 4 visits (invariant mode's 256 keys);
 // floor = the K and V bytes read once at the measured copy bandwidth (frac_bw = floor / time).
 // Mixed: one prefill chunk of 512 or 2048 tokens (over as many cached keys) and 16 or 64 decodes
 // of 2048 or 8192 keys in one call, as the engine issues a step (mixed-graph: launches sized from
@@ -655,6 +656,9 @@ int main(int argc, char** argv) {
     const CeilingShape softmax{hd, 64, 2, /*copies=*/true, /*softmax=*/true};
     add(absl::StrCat("prefill-ceiling-softmax/hd=", hd, "/keys=64/warpgroups=2"),
         [=](benchmark::State& st) { run_ceiling(st, softmax); });
+    const CeilingShape folding{hd, 64, 2, /*copies=*/true, /*softmax=*/true, /*fold_every=*/4};
+    add(absl::StrCat("prefill-ceiling-folds/hd=", hd, "/keys=64/warpgroups=2"),
+        [=](benchmark::State& st) { run_ceiling(st, folding); });
   }
   // Other fixed split sizes for invariant mode (the plan's split_size replaced): what a smaller
   // kInvariantAttentionSplit would give small batches, and cost prefill; what a larger one would

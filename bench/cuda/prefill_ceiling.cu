@@ -22,7 +22,7 @@ namespace {
 // Shared memory of a block: K (keys x HD, as HD / 64 regions of [keys][64 values], 128-byte swizzled
 // rows: the prefill's layout) then V (the same bytes read MN-major), or a ring of such pairs; at
 // least 120 KiB so that one block holds an SM whatever the registers allow (as the prefill's ring).
-template <int HD, int KEYS, int WG, bool kCopies>
+template <int HD, int KEYS, int WG, bool kCopies, bool kFolds = false>
 struct CeilingLayout {
   // Q from shared memory (SS wgmma) with three warpgroups: o, the scores, P and Q's fragments do not
   // fit the 168 registers a thread has then (ptxas serialises the wgmma, C7511), so a third
@@ -36,7 +36,10 @@ struct CeilingLayout {
   static constexpr int kStageBytes = 2 * kTileBytes;
   static constexpr int kQBytes = kQShared ? WG * 64 * HD * 2 : 0;
   static constexpr int kBars = kStages * kStageBytes + kQBytes;
-  static constexpr int kUsed = kBars + (kCopies ? 16 * kStages : 0);
+  // The folds rung's segment totals after the barriers: the prefill's layout (HD / 8 float4 groups
+  // per consumer thread, group j of thread i at [j][i]).
+  static constexpr int kTotals = kBars + (kCopies ? 16 * kStages : 0);
+  static constexpr int kUsed = kTotals + (kFolds ? HD / 2 * WG * 128 * 4 : 0);
   static constexpr int kBytes = kUsed + 1024 > 120 * 1024 ? kUsed + 1024 : 120 * 1024;
   static constexpr int kThreads = (WG + (kCopies ? 1 : 0)) * 128;
 };
@@ -95,12 +98,66 @@ __device__ __forceinline__ void ceiling_produce(const uint16_t* k_src, const uin
   while (handed < visits) hand_over();
 }
 
-template <int HD, int KEYS, int WG, bool kCopies, bool kSoftmax>
-__global__ void __launch_bounds__(CeilingLayout<HD, KEYS, WG, kCopies>::kThreads, 1)
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)  // (wgmma_wait exists only there)
+// The folds rung's segment end (the prefill's finish and next start): the products retired, the
+// segment's partial folded into the rows' totals in segment order (fold_row_partial, every row folds:
+// all are interior), the totals to shared memory, the row state and o reset. o is zeroed by volatile
+// moves, as at the kernel's start (no wgmma is in flight here; plain stores may be moved past the
+// next scores' issue).
+template <int NTD, int kConsumerThreads>
+__device__ __forceinline__ void fold_segment(float (&o)[NTD][4], float (&m)[2], float (&l)[2], bool (&first)[2],
+                                             float (&tot_m)[2], float (&tot_l)[2], bool (&has_total)[2],
+                                             float4* totals, bool first_segment) {
+  cuda::wgmma_wait<0>();
+  float(&of)[NTD * 4] = reinterpret_cast<float(&)[NTD * 4]>(o);
+#pragma unroll
+  for (int i = 0; i < NTD * 4; ++i) asm volatile("" : "+f"(of[i])::"memory");
+  const int tid = int(threadIdx.x);
+  float ot[NTD][4];
+  if (first_segment) {  // the first fold gives the partial itself (the prefill's first segment)
+#pragma unroll
+    for (int nt = 0; nt < NTD; ++nt)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) ot[nt][e] = o[nt][e];
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      tot_m[h] = m[h];
+      tot_l[h] = l[h];
+      has_total[h] = true;
+    }
+  } else {
+#pragma unroll
+    for (int nt = 0; nt < NTD; ++nt) {
+      const float4 t = totals[nt * kConsumerThreads + tid];
+      ot[nt][0] = t.x;
+      ot[nt][1] = t.y;
+      ot[nt][2] = t.z;
+      ot[nt][3] = t.w;
+    }
+#pragma unroll
+    for (int h = 0; h < 2; ++h) cuda::fold_row_partial<NTD, true>(h, o, m[h], l[h], ot, tot_m[h], tot_l[h], has_total[h]);
+  }
+#pragma unroll
+  for (int nt = 0; nt < NTD; ++nt) totals[nt * kConsumerThreads + tid] = make_float4(ot[nt][0], ot[nt][1], ot[nt][2], ot[nt][3]);
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    m[h] = l[h] = 0.0f;
+    first[h] = true;
+  }
+#pragma unroll
+  for (int i = 0; i < NTD * 4; ++i) asm volatile("mov.b32 %0, 0;" : "=f"(of[i]));
+}
+#endif
+
+// kFoldEvery > 0 (the folds rung): a segment ends every kFoldEvery visits, as invariant mode's
+// 256-key segments (kFoldEvery = 4) end in the prefill.
+template <int HD, int KEYS, int WG, bool kCopies, bool kSoftmax, int kFoldEvery>
+__global__ void __launch_bounds__(CeilingLayout<HD, KEYS, WG, kCopies, (kFoldEvery > 0)>::kThreads, 1)
     prefill_ceiling_kernel(int visits, const uint16_t* k_src, const uint16_t* v_src, float* sink) {
   static_assert(!kSoftmax || (kCopies && KEYS == 64), "the softmax rung is the copies rung's shape");
+  static_assert(kFoldEvery == 0 || kSoftmax, "the folds rung is the softmax rung's");
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  using L = CeilingLayout<HD, KEYS, WG, kCopies>;
+  using L = CeilingLayout<HD, KEYS, WG, kCopies, (kFoldEvery > 0)>;
   extern __shared__ unsigned char smem_raw[];
   const uint32_t raw = cuda::smem_addr(smem_raw), base = (raw + 1023u) & ~1023u;
   const uint32_t full = base + L::kBars, empty = full + 8 * L::kStages;
@@ -175,21 +232,30 @@ __global__ void __launch_bounds__(CeilingLayout<HD, KEYS, WG, kCopies>::kThreads
     cuda::wgmma_commit();
   };
   issue_scores(0);
+  bool scores_issued = true;  // sub-block v's scores issued during visit v - 1 (not at a segment's end)
   uint32_t p[KEYS / 16][4];
   // The softmax rung's row state (prefill_softmax.cuh): one segment of `visits` interior sub-blocks.
   // The scale is the prefill's (AttnParams::scale: 1 / sqrt(head_dim) in log2 units).
   const float scale = 1.4426950408889634f / (HD == 128 ? 11.313708498984761f : 8.0f);
   float m[2] = {0.0f, 0.0f}, l[2] = {0.0f, 0.0f};
   bool first[2] = {true, true};
+  // The folds rung's running totals (the prefill's: the first segment's in registers, then in shared
+  // memory between segments).
+  float tot_m[2] = {0.0f, 0.0f}, tot_l[2] = {0.0f, 0.0f};
+  bool has_total[2] = {false, false};
+  float4* totals = reinterpret_cast<float4*>(smem_raw + (base - raw) + L::kTotals);
 #pragma unroll 1  // (one visit per iteration, as the prefill's walk; unrolled, the copies form spilled)
   for (int v = 0; v < visits; ++v) {
+    // A segment's last visit: no scores issued ahead; its fold follows the products (as the prefill).
+    constexpr int kSegment = kFoldEvery > 0 ? kFoldEvery : 1;  // (no % 0 where there are no folds)
+    const bool segment_end = kFoldEvery > 0 && v % kSegment == kSegment - 1;
+    if (!scores_issued) issue_scores(v);
     cuda::wgmma_wait<0>();  // the scores of v and the products of v - 1
 #pragma unroll
     for (int i = 0; i < KEYS / 2; ++i) asm volatile("" : "+f"(scf[i])::"memory");  // (read after the wait)
     if (kCopies && v > 0) cuda::mbar_arrive(empty + 8 * stage_of(v - 1));  // v - 1's products retired
     if constexpr (kSoftmax) {
-      // o and P read after the wait, as the prefill's retire_values: without it ptxas serialises
-      // every wgmma (C7515) for o's rescale below.
+      // o and P read after the wait (o final, P's registers free), as the prefill's retire_values.
 #pragma unroll
       for (int i = 0; i < HD / 2; ++i) asm volatile("" : "+f"(of[i])::"memory");
 #pragma unroll
@@ -220,7 +286,7 @@ __global__ void __launch_bounds__(CeilingLayout<HD, KEYS, WG, kCopies>::kThreads
           o[nt][3] = o[nt][3] * alpha[1];
         }
       }
-      if (v + 1 < visits) issue_scores(v + 1);
+      if (v + 1 < visits && !segment_end) issue_scores(v + 1);
       cuda::interior_exp_sum(r, x, alpha, m, l, first);
 #pragma unroll
       for (int kk = 0; kk < 4; ++kk) {
@@ -246,10 +312,14 @@ __global__ void __launch_bounds__(CeilingLayout<HD, KEYS, WG, kCopies>::kThreads
       cuda::wgmma_m64k16_rs</*kTransB=*/true>(of, p[kk], cuda::desc_advance(v_desc, uint32_t(kk * 2048)));
     }
     cuda::wgmma_commit();
+    scores_issued = !segment_end;
+    if constexpr (kFoldEvery > 0) {
+      if (segment_end) fold_segment<HD / 8, WG * 128>(o, m, l, first, tot_m, tot_l, has_total, totals, v < kFoldEvery);
+    }
   }
   cuda::wgmma_wait<0>();
   if (kCopies) cuda::mbar_arrive(empty + 8 * stage_of(visits - 1));
-  float x = l[0] + l[1];
+  float x = l[0] + l[1] + tot_l[0] + tot_l[1];
 #pragma unroll
   for (int i = 0; i < HD / 2; ++i) x += of[i];
   if (x == 1234.5f) *sink = x;
@@ -272,10 +342,10 @@ const uint16_t* copy_source(int hd) {
   return src;
 }
 
-template <int HD, int KEYS, int WG, bool kCopies, bool kSoftmax = false>
+template <int HD, int KEYS, int WG, bool kCopies, bool kSoftmax = false, int kFoldEvery = 0>
 bool launch(cudaStream_t stream, int blocks, int visits, float* sink) {
-  using L = CeilingLayout<HD, KEYS, WG, kCopies>;
-  auto* kernel = prefill_ceiling_kernel<HD, KEYS, WG, kCopies, kSoftmax>;
+  using L = CeilingLayout<HD, KEYS, WG, kCopies, (kFoldEvery > 0)>;
+  auto* kernel = prefill_ceiling_kernel<HD, KEYS, WG, kCopies, kSoftmax, kFoldEvery>;
   static const bool sized =
       cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, L::kBytes) == cudaSuccess;
   const uint16_t* k_src = kCopies ? copy_source(HD) : nullptr;
@@ -302,12 +372,14 @@ constexpr Kernel kKernels[] = {
     {{64, 64, 2, true}, launch<64, 64, 2, true>},
     {{128, 64, 2, true, true}, launch<128, 64, 2, true, true>},
     {{64, 64, 2, true, true}, launch<64, 64, 2, true, true>},
+    {{128, 64, 2, true, true, 4}, launch<128, 64, 2, true, true, 4>},
+    {{64, 64, 2, true, true, 4}, launch<64, 64, 2, true, true, 4>},
 };
 const Kernel* find_kernel(const CeilingShape& s) {
   for (const Kernel& k : kKernels) {
     const CeilingShape& t = k.shape;
     if (t.head_dim == s.head_dim && t.keys == s.keys && t.warpgroups == s.warpgroups && t.copies == s.copies &&
-        t.softmax == s.softmax) {
+        t.softmax == s.softmax && t.fold_every == s.fold_every) {
       return &k;
     }
   }

@@ -25,11 +25,15 @@ struct CeilingShape {
   // rose, the exponentials and their sums) instead of a plain scaling: the real kernel's visit on a
   // segment of interior sub-blocks, without its rows' resolution, masks, folds or items.
   bool softmax = false;
+  // The folds rung (with the softmax only): a segment ends every `fold_every` visits (4: invariant
+  // mode's 256-key segments), its partial folded into the rows' totals as the prefill folds them
+  // (shared memory between segments); 0: one segment.
+  int fold_every = 0;
 };
 
 // Whether launch_prefill_ceiling has a kernel for the shape (64 or 128 for each of head_dim and
 // keys with 1 or 2 warpgroups; 3 warpgroups at head_dim 128 with 64 keys only; copies, with or
-// without the softmax, with 64 keys and 2 warpgroups only).
+// without the softmax (and with it, folds every 4 visits or none), with 64 keys and 2 warpgroups).
 bool has_prefill_ceiling(const CeilingShape& shape);
 // Launches `blocks` blocks (the SM count: one block holds an SM), each warpgroup `visits` visits;
 // `sink` receives a value only if the outputs fold to one that they never give (so nothing is
