@@ -30,6 +30,7 @@
 // prefill-ceiling-copies: the same at the prefill's shape with K and V copied through its ring;
 // prefill-ceiling-softmax: that with the prefill's interior softmax making P (prefill_softmax.cuh);
 // prefill-ceiling-folds: that with a segment fold every 4 visits (invariant mode's 256 keys);
+// prefill-ceiling-folds-ahead: the same with the next segment's first scores issued before the fold;
 // floor = the K and V bytes read once at the measured copy bandwidth (frac_bw = floor / time).
 // Mixed: one prefill chunk of 512 or 2048 tokens (over as many cached keys) and 16 or 64 decodes
 // of 2048 or 8192 keys in one call, as the engine issues a step (mixed-graph: launches sized from
@@ -659,6 +660,9 @@ int main(int argc, char** argv) {
     const CeilingShape folding{hd, 64, 2, /*copies=*/true, /*softmax=*/true, /*fold_every=*/4};
     add(absl::StrCat("prefill-ceiling-folds/hd=", hd, "/keys=64/warpgroups=2"),
         [=](benchmark::State& st) { run_ceiling(st, folding); });
+    const CeilingShape folding_ahead{hd, 64, 2, /*copies=*/true, /*softmax=*/true, /*fold_every=*/4, /*fold_ahead=*/true};
+    add(absl::StrCat("prefill-ceiling-folds-ahead/hd=", hd, "/keys=64/warpgroups=2"),
+        [=](benchmark::State& st) { run_ceiling(st, folding_ahead); });
   }
   // Other fixed split sizes for invariant mode (the plan's split_size replaced): what a smaller
   // kInvariantAttentionSplit would give small batches, and cost prefill; what a larger one would

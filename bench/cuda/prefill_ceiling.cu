@@ -150,8 +150,9 @@ __device__ __forceinline__ void fold_segment(float (&o)[NTD][4], float (&m)[2], 
 #endif
 
 // kFoldEvery > 0 (the folds rung): a segment ends every kFoldEvery visits, as invariant mode's
-// 256-key segments (kFoldEvery = 4) end in the prefill.
-template <int HD, int KEYS, int WG, bool kCopies, bool kSoftmax, int kFoldEvery>
+// 256-key segments (kFoldEvery = 4) end in the prefill; kFoldAhead: the next segment's first scores
+// issued during a segment's last visit, as within a segment, so that they run under its fold.
+template <int HD, int KEYS, int WG, bool kCopies, bool kSoftmax, int kFoldEvery, bool kFoldAhead>
 __global__ void __launch_bounds__(CeilingLayout<HD, KEYS, WG, kCopies, (kFoldEvery > 0)>::kThreads, 1)
     prefill_ceiling_kernel(int visits, const uint16_t* k_src, const uint16_t* v_src, float* sink) {
   static_assert(!kSoftmax || (kCopies && KEYS == 64), "the softmax rung is the copies rung's shape");
@@ -286,7 +287,7 @@ __global__ void __launch_bounds__(CeilingLayout<HD, KEYS, WG, kCopies, (kFoldEve
           o[nt][3] = o[nt][3] * alpha[1];
         }
       }
-      if (v + 1 < visits && !segment_end) issue_scores(v + 1);
+      if (v + 1 < visits && (!segment_end || kFoldAhead)) issue_scores(v + 1);
       cuda::interior_exp_sum(r, x, alpha, m, l, first);
 #pragma unroll
       for (int kk = 0; kk < 4; ++kk) {
@@ -312,7 +313,7 @@ __global__ void __launch_bounds__(CeilingLayout<HD, KEYS, WG, kCopies, (kFoldEve
       cuda::wgmma_m64k16_rs</*kTransB=*/true>(of, p[kk], cuda::desc_advance(v_desc, uint32_t(kk * 2048)));
     }
     cuda::wgmma_commit();
-    scores_issued = !segment_end;
+    scores_issued = !segment_end || kFoldAhead;
     if constexpr (kFoldEvery > 0) {
       if (segment_end) fold_segment<HD / 8, WG * 128>(o, m, l, first, tot_m, tot_l, has_total, totals, v < kFoldEvery);
     }
@@ -342,10 +343,10 @@ const uint16_t* copy_source(int hd) {
   return src;
 }
 
-template <int HD, int KEYS, int WG, bool kCopies, bool kSoftmax = false, int kFoldEvery = 0>
+template <int HD, int KEYS, int WG, bool kCopies, bool kSoftmax = false, int kFoldEvery = 0, bool kFoldAhead = false>
 bool launch(cudaStream_t stream, int blocks, int visits, float* sink) {
   using L = CeilingLayout<HD, KEYS, WG, kCopies, (kFoldEvery > 0)>;
-  auto* kernel = prefill_ceiling_kernel<HD, KEYS, WG, kCopies, kSoftmax, kFoldEvery>;
+  auto* kernel = prefill_ceiling_kernel<HD, KEYS, WG, kCopies, kSoftmax, kFoldEvery, kFoldAhead>;
   static const bool sized =
       cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, L::kBytes) == cudaSuccess;
   const uint16_t* k_src = kCopies ? copy_source(HD) : nullptr;
@@ -374,12 +375,14 @@ constexpr Kernel kKernels[] = {
     {{64, 64, 2, true, true}, launch<64, 64, 2, true, true>},
     {{128, 64, 2, true, true, 4}, launch<128, 64, 2, true, true, 4>},
     {{64, 64, 2, true, true, 4}, launch<64, 64, 2, true, true, 4>},
+    {{128, 64, 2, true, true, 4, true}, launch<128, 64, 2, true, true, 4, true>},
+    {{64, 64, 2, true, true, 4, true}, launch<64, 64, 2, true, true, 4, true>},
 };
 const Kernel* find_kernel(const CeilingShape& s) {
   for (const Kernel& k : kKernels) {
     const CeilingShape& t = k.shape;
     if (t.head_dim == s.head_dim && t.keys == s.keys && t.warpgroups == s.warpgroups && t.copies == s.copies &&
-        t.softmax == s.softmax && t.fold_every == s.fold_every) {
+        t.softmax == s.softmax && t.fold_every == s.fold_every && t.fold_ahead == s.fold_ahead) {
       return &k;
     }
   }

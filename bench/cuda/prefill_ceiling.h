@@ -29,6 +29,9 @@ struct CeilingShape {
   // mode's 256-key segments), its partial folded into the rows' totals as the prefill folds them
   // (shared memory between segments); 0: one segment.
   int fold_every = 0;
+  // With folds: the next segment's first scores issued during a segment's last visit (as within a
+  // segment), so that they run under the fold; false: issued after it, as the prefill does.
+  bool fold_ahead = false;
 };
 
 // Whether launch_prefill_ceiling has a kernel for the shape (64 or 128 for each of head_dim and
