@@ -1,8 +1,9 @@
 // Kernels of the prefill-ceiling rows (prefill_ceiling.h): the wgmma prefill's visit with only its
 // matrix products, in the order attention_prefill.cu issues them, on one K / V tile that stays in
 // shared memory, or (the copies rung) on K and V copied through the prefill's ring by a producer
-// warpgroup, and (the softmax rung) with the prefill's interior softmax between them. Timing only: no reference, nonsense outputs. Built for sm_90a only (wgmma); elsewhere
-// the launch fails and the rows report it.
+// warpgroup; on that, the softmax rung makes P by the prefill's interior softmax, and the folds
+// rungs end a segment every 4 visits. Timing only: no reference, nonsense outputs. Built for sm_90a
+// only (wgmma); elsewhere the launch fails and the rows report it.
 #include "bench/cuda/prefill_ceiling.h"
 
 #include <cuda_runtime.h>
@@ -233,7 +234,7 @@ __global__ void __launch_bounds__(CeilingLayout<HD, KEYS, WG, kCopies, (kFoldEve
     cuda::wgmma_commit();
   };
   issue_scores(0);
-  bool scores_issued = true;  // sub-block v's scores issued during visit v - 1 (not at a segment's end)
+  bool scores_issued = true;  // sub-block v's scores issued during visit v - 1 (not after a fold)
   uint32_t p[KEYS / 16][4];
   // The softmax rung's row state (prefill_softmax.cuh): one segment of `visits` interior sub-blocks.
   // The scale is the prefill's (AttnParams::scale: 1 / sqrt(head_dim) in log2 units).
@@ -247,7 +248,8 @@ __global__ void __launch_bounds__(CeilingLayout<HD, KEYS, WG, kCopies, (kFoldEve
   float4* totals = reinterpret_cast<float4*>(smem_raw + (base - raw) + L::kTotals);
 #pragma unroll 1  // (one visit per iteration, as the prefill's walk; unrolled, the copies form spilled)
   for (int v = 0; v < visits; ++v) {
-    // A segment's last visit: no scores issued ahead; its fold follows the products (as the prefill).
+    // A segment's last visit: its fold follows the products; the next scores are issued after the
+    // fold (as the prefill), or before it (kFoldAhead).
     constexpr int kSegment = kFoldEvery > 0 ? kFoldEvery : 1;  // (no % 0 where there are no folds)
     const bool segment_end = kFoldEvery > 0 && v % kSegment == kSegment - 1;
     if (!scores_issued) issue_scores(v);
