@@ -360,8 +360,8 @@ bool launch(cudaStream_t stream, int blocks, int visits, float* sink) {
 
 // The shapes with a kernel: 64 or 128 for each of head_dim and keys with 1 or 2 warpgroups; three
 // warpgroups at the prefill's own shape, head_dim 128 with 64 keys (the question the real kernel's
-// registers could not answer); the copies and softmax rungs at the prefill's shapes, 64 keys and 2
-// warpgroups.
+// registers could not answer); the copies, softmax and folds rungs at the prefill's shapes, 64 keys
+// and 2 warpgroups.
 struct Kernel {
   CeilingShape shape;
   bool (*launch)(cudaStream_t, int, int, float*);
