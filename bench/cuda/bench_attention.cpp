@@ -660,7 +660,8 @@ int main(int argc, char** argv) {
     const CeilingShape folding{hd, 64, 2, /*copies=*/true, /*softmax=*/true, /*fold_every=*/4};
     add(absl::StrCat("prefill-ceiling-folds/hd=", hd, "/keys=64/warpgroups=2"),
         [=](benchmark::State& st) { run_ceiling(st, folding); });
-    const CeilingShape folding_ahead{hd, 64, 2, /*copies=*/true, /*softmax=*/true, /*fold_every=*/4, /*fold_ahead=*/true};
+    const CeilingShape folding_ahead{hd, 64, 2, /*copies=*/true, /*softmax=*/true, /*fold_every=*/4,
+                                     /*fold_ahead=*/true};
     add(absl::StrCat("prefill-ceiling-folds-ahead/hd=", hd, "/keys=64/warpgroups=2"),
         [=](benchmark::State& st) { run_ceiling(st, folding_ahead); });
   }

@@ -101,10 +101,10 @@ __device__ __forceinline__ void ceiling_produce(const uint16_t* k_src, const uin
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)  // (wgmma_wait exists only there)
 // The folds rung's segment end (the prefill's finish and next start): the products retired, the
-// segment's partial folded into the rows' totals in segment order (fold_row_partial, every row folds:
-// all are interior), the totals to shared memory, the row state and o reset. o is zeroed by volatile
-// moves, as at the kernel's start (no wgmma is in flight here; plain stores may be moved past the
-// next scores' issue).
+// segment's partial folded into the rows' totals by the prefill's own fold_segment_partial (every
+// row folds: all are interior), the totals to shared memory, the row state and o reset. o is zeroed
+// by volatile moves, as at the kernel's start (no wgmma is in flight here; plain stores may be
+// moved past the next scores' issue).
 template <int NTD, int kConsumerThreads>
 __device__ __forceinline__ void fold_segment(float (&o)[NTD][4], float (&m)[2], float (&l)[2], bool (&first)[2],
                                              float (&tot_m)[2], float (&tot_l)[2], bool (&has_total)[2],
@@ -115,31 +115,13 @@ __device__ __forceinline__ void fold_segment(float (&o)[NTD][4], float (&m)[2], 
   for (int i = 0; i < NTD * 4; ++i) asm volatile("" : "+f"(of[i])::"memory");
   const int tid = int(threadIdx.x);
   float ot[NTD][4];
-  if (first_segment) {  // the first fold gives the partial itself (the prefill's first segment)
+  const bool folds[2] = {true, true};
+  cuda::fold_segment_partial<NTD>(first_segment, folds, o, m, l, totals + tid, kConsumerThreads, ot, tot_m, tot_l,
+                                  has_total);
 #pragma unroll
-    for (int nt = 0; nt < NTD; ++nt)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) ot[nt][e] = o[nt][e];
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      tot_m[h] = m[h];
-      tot_l[h] = l[h];
-      has_total[h] = true;
-    }
-  } else {
-#pragma unroll
-    for (int nt = 0; nt < NTD; ++nt) {
-      const float4 t = totals[nt * kConsumerThreads + tid];
-      ot[nt][0] = t.x;
-      ot[nt][1] = t.y;
-      ot[nt][2] = t.z;
-      ot[nt][3] = t.w;
-    }
-#pragma unroll
-    for (int h = 0; h < 2; ++h) cuda::fold_row_partial<NTD, true>(h, o, m[h], l[h], ot, tot_m[h], tot_l[h], has_total[h]);
+  for (int nt = 0; nt < NTD; ++nt) {
+    totals[nt * kConsumerThreads + tid] = make_float4(ot[nt][0], ot[nt][1], ot[nt][2], ot[nt][3]);
   }
-#pragma unroll
-  for (int nt = 0; nt < NTD; ++nt) totals[nt * kConsumerThreads + tid] = make_float4(ot[nt][0], ot[nt][1], ot[nt][2], ot[nt][3]);
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
     m[h] = l[h] = 0.0f;
@@ -237,8 +219,9 @@ __global__ void __launch_bounds__(CeilingLayout<HD, KEYS, WG, kCopies, (kFoldEve
   bool scores_issued = true;  // sub-block v's scores issued during visit v - 1 (not after a fold)
   uint32_t p[KEYS / 16][4];
   // The softmax rung's row state (prefill_softmax.cuh): one segment of `visits` interior sub-blocks.
-  // The scale is the prefill's (AttnParams::scale: 1 / sqrt(head_dim) in log2 units).
-  const float scale = 1.4426950408889634f / (HD == 128 ? 11.313708498984761f : 8.0f);
+  // The scale is the prefill's (AttnParams::scale: 1 / sqrt(head_dim) in log2 units, as
+  // kernels/cuda/attention.cu forms it).
+  const float scale = (HD == 128 ? 0.08838834764831845f : 0.125f) * fixed_math_detail::kLog2e;
   float m[2] = {0.0f, 0.0f}, l[2] = {0.0f, 0.0f};
   bool first[2] = {true, true};
   // The folds rung's running totals (the prefill's: the first segment's in registers, then in shared

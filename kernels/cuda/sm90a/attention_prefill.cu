@@ -480,47 +480,8 @@ __device__ __forceinline__ void consume(const AttnParams& P, const TileInfo& t, 
         retire_values();
         float ot[NTD][4];
         const bool folds[2] = {in_tile[0] && !first[0], in_tile[1] && !first[1]};
-        if (first_segment) {
-          // (block-uniform) A row's first fold gives its partial itself (fold_row_partial from a -0
-          // total: fma(v, 1, -0 * 0) = v, a NaN's payload aside, which no output keeps; l and m as
-          // they are), so the first segment's totals are o, or -0 for a row without keys yet: no
-          // loads, no arithmetic.
-#pragma unroll
-          for (int h = 0; h < 2; ++h) {
-#pragma unroll
-            for (int nt = 0; nt < NTD; ++nt) {
-              ot[nt][2 * h] = folds[h] ? o[nt][2 * h] : -0.0f;
-              ot[nt][2 * h + 1] = folds[h] ? o[nt][2 * h + 1] : -0.0f;
-            }
-            if (folds[h]) {
-              tot_m[h] = m[h];
-              tot_l[h] = l[h];
-              has_total[h] = true;
-            }
-          }
-        } else {
-#pragma unroll
-          for (int nt = 0; nt < NTD; ++nt) {
-            const float4 v = total(nt);
-            ot[nt][0] = v.x;
-            ot[nt][1] = v.y;
-            ot[nt][2] = v.z;
-            ot[nt][3] = v.w;
-          }
-          // Where every row of the warp folds, without a branch per row (a row's total is -0 until
-          // its first fold).
-          if (__all_sync(0xffffffffu, folds[0] && folds[1])) {
-#pragma unroll
-            for (int h = 0; h < 2; ++h) {
-              fold_row_partial<NTD, true>(h, o, m[h], l[h], ot, tot_m[h], tot_l[h], has_total[h]);
-            }
-          } else {
-#pragma unroll
-            for (int h = 0; h < 2; ++h) {
-              if (folds[h]) fold_row_partial<NTD>(h, o, m[h], l[h], ot, tot_m[h], tot_l[h], has_total[h]);
-            }
-          }
-        }
+        fold_segment_partial<NTD>(first_segment, folds, o, m, l, reinterpret_cast<const float4*>(totals) + tid,
+                                  kConsumerThreads, ot, tot_m, tot_l, has_total);
         // The last segment's totals go to the outputs from registers (block-uniform: every thread
         // walks the item's segments), the others back to shared memory.
         if (last_segment) {

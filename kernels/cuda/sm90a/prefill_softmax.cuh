@@ -1,6 +1,7 @@
-// The wgmma prefill's softmax for an interior sub-block (every row of the warp has keys in it),
-// in the order of attend_softmax<2>: kernels/cuda/sm90a/attention_prefill.cu's visit calls it, and
-// the prefill-ceiling rows (bench/cuda/prefill_ceiling.cu) time it on a pipeline without the
+// The wgmma prefill's row arithmetic: the softmax for an interior sub-block (every row of the warp
+// has keys in it), in the order of attend_softmax<2>, and the fold of a segment's partial into the
+// rows' totals at its end. kernels/cuda/sm90a/attention_prefill.cu calls both, and the
+// prefill-ceiling rows (bench/cuda/prefill_ceiling.cu) time them on a pipeline without the
 // kernel's other work. Plain device code (no sm_90 instruction), one thread's two rows h = 0, 1 of
 // a wgmma m64 accumulator: scores sc[n8 tile][4] as mma.sync's C fragment.
 #pragma once
@@ -13,10 +14,10 @@ namespace samebits::cuda {
 // kernel bit for bit), in fewer instructions per score, in two phases so that the caller can
 // rescale o (by alpha, known after the first) before it issues the next wgmma.
 //  - Masking only where a row's range ends or begins inside the sub-block (the causal diagonal, a
-//    segment's edges: mask_outside_ranges in attention_prefill.cu), as attend_softmax masks: -inf in place of the score.
-//    With every row active, attend_softmax's per-row choices (alpha 1 and the state kept for an
-//    inactive row) never apply; a warp with a row that has no key in the sub-block takes
-//    attend_softmax. (Masked this way, the diagonal sub-blocks took 0.93-0.97x the time of a
+//    segment's edges: mask_outside_ranges in attention_prefill.cu), as attend_softmax masks: -inf
+//    in place of the score. With every row active, attend_softmax's per-row choices (alpha 1 and
+//    the state kept for an inactive row) never apply; a warp with a row that has no key in the
+//    sub-block takes attend_softmax. (Masked this way, the diagonal sub-blocks took 0.93-0.97x the time of a
 //    fresh prefill of 64-1024 tokens on the H200, with the first segment's fold below:
 //    bench/cuda/notes/prefill.md, 2026-12-04.)
 //  - p = exp2(fma(s, scale, -mu)) with mu = m_new, or +0 where m_new = -inf, without
@@ -86,6 +87,58 @@ __device__ __forceinline__ void interior_exp_sum(const InteriorMax& r, float (&s
       }
 #pragma unroll
   for (int h = 0; h < 2; ++h) softmax_update(true, alpha[h], r.m_new[h], quad_sum(sum[h]), m[h], l[h], first[h]);
+}
+
+// A segment's end: the partial (o, m, l) of the rows that fold (folds[h]: the row is in the tile and
+// has keys in the segment) folded into their totals in segment order, into ot. The totals of the
+// earlier segments are read from shared memory, HD / 8 float4 groups a thread, group nt at
+// totals[nt * stride] (the caller's thread's first group); the caller writes ot back or to the
+// outputs.
+template <int NTD>
+__device__ __forceinline__ void fold_segment_partial(bool first_segment, const bool (&folds)[2],
+                                                     const float (&o)[NTD][4], const float (&m)[2],
+                                                     const float (&l)[2], const float4* totals, int stride,
+                                                     float (&ot)[NTD][4], float (&tot_m)[2], float (&tot_l)[2],
+                                                     bool (&has_total)[2]) {
+  if (first_segment) {
+    // (block-uniform) A row's first fold gives its partial itself (fold_row_partial from a -0
+    // total: fma(v, 1, -0 * 0) = v, a NaN's payload aside, which no output keeps; l and m as
+    // they are), so the first segment's totals are o, or -0 for a row without keys yet: no
+    // loads, no arithmetic.
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+#pragma unroll
+      for (int nt = 0; nt < NTD; ++nt) {
+        ot[nt][2 * h] = folds[h] ? o[nt][2 * h] : -0.0f;
+        ot[nt][2 * h + 1] = folds[h] ? o[nt][2 * h + 1] : -0.0f;
+      }
+      if (folds[h]) {
+        tot_m[h] = m[h];
+        tot_l[h] = l[h];
+        has_total[h] = true;
+      }
+    }
+    return;
+  }
+#pragma unroll
+  for (int nt = 0; nt < NTD; ++nt) {
+    const float4 v = totals[nt * stride];
+    ot[nt][0] = v.x;
+    ot[nt][1] = v.y;
+    ot[nt][2] = v.z;
+    ot[nt][3] = v.w;
+  }
+  // Where every row of the warp folds, without a branch per row (a row's total is -0 until its
+  // first fold).
+  if (__all_sync(0xffffffffu, folds[0] && folds[1])) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) fold_row_partial<NTD, true>(h, o, m[h], l[h], ot, tot_m[h], tot_l[h], has_total[h]);
+  } else {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      if (folds[h]) fold_row_partial<NTD>(h, o, m[h], l[h], ot, tot_m[h], tot_l[h], has_total[h]);
+    }
+  }
 }
 
 }  // namespace samebits::cuda
