@@ -31,6 +31,7 @@
 // prefill-ceiling-softmax: that with the prefill's interior softmax making P (prefill_softmax.cuh);
 // prefill-ceiling-folds: that with a segment fold every 4 visits (invariant mode's 256 keys);
 // prefill-ceiling-folds-ahead: the same with the next segment's first scores issued before the fold;
+// prefill-ceiling-folds-producer(-ahead): those with the partials folded by the producer warpgroup;
 // floor = the K and V bytes read once at the measured copy bandwidth (frac_bw = floor / time).
 // Mixed: one prefill chunk of 512 or 2048 tokens (over as many cached keys) and 16 or 64 decodes
 // of 2048 or 8192 keys in one call, as the engine issues a step (mixed-graph: launches sized from
@@ -664,6 +665,12 @@ int main(int argc, char** argv) {
                                      /*fold_ahead=*/true};
     add(absl::StrCat("prefill-ceiling-folds-ahead/hd=", hd, "/keys=64/warpgroups=2"),
         [=](benchmark::State& st) { run_ceiling(st, folding_ahead); });
+    for (bool ahead : {false, true}) {
+      const CeilingShape producer_folds{hd, 64, 2, /*copies=*/true, /*softmax=*/true, /*fold_every=*/4, ahead,
+                                        /*producer_folds=*/true};
+      add(absl::StrCat("prefill-ceiling-folds-producer", ahead ? "-ahead" : "", "/hd=", hd, "/keys=64/warpgroups=2"),
+          [=](benchmark::State& st) { run_ceiling(st, producer_folds); });
+    }
   }
   // Other fixed split sizes for invariant mode (the plan's split_size replaced): what a smaller
   // kInvariantAttentionSplit would give small batches, and cost prefill; what a larger one would

@@ -23,7 +23,7 @@ namespace {
 // Shared memory of a block: K (keys x HD, as HD / 64 regions of [keys][64 values], 128-byte swizzled
 // rows: the prefill's layout) then V (the same bytes read MN-major), or a ring of such pairs; at
 // least 120 KiB so that one block holds an SM whatever the registers allow (as the prefill's ring).
-template <int HD, int KEYS, int WG, bool kCopies, bool kFolds = false>
+template <int HD, int KEYS, int WG, bool kCopies, bool kFolds = false, bool kProducerFolds = false>
 struct CeilingLayout {
   // Q from shared memory (SS wgmma) with three warpgroups: o, the scores, P and Q's fragments do not
   // fit the 168 registers a thread has then (ptxas serialises the wgmma, C7511), so a third
@@ -31,18 +31,25 @@ struct CeilingLayout {
   static constexpr bool kQShared = WG == 3;
   static constexpr int kTileBytes = KEYS * HD * 2;
   // With copies: a ring of the prefill's depth (attention_prefill.h: 4 stages at head_dim 128, 8 at
-  // 64) of K and V tiles, then its full / empty mbarriers. Without: one K and V tile, then (three
+  // 64) of K and V tiles, then its full / empty mbarriers (and with producer folds the partial
+  // buffer's, a full and an empty per warpgroup). Without: one K and V tile, then (three
   // warpgroups) a Q tile per warpgroup.
   static constexpr int kStages = kCopies ? cuda::prefill_stages(HD) : 1;
   static constexpr int kStageBytes = 2 * kTileBytes;
   static constexpr int kQBytes = kQShared ? WG * 64 * HD * 2 : 0;
   static constexpr int kBars = kStages * kStageBytes + kQBytes;
-  // The folds rung's segment totals after the barriers: the prefill's layout (HD / 8 float4 groups
+  static constexpr int kPartialBars = kBars + 16 * kStages;
+  // The folds rungs' segment totals after the barriers: the prefill's layout (HD / 8 float4 groups
   // per consumer thread, group j of thread i at [j][i]).
-  static constexpr int kTotals = kBars + (kCopies ? 16 * kStages : 0);
-  static constexpr int kUsed = kTotals + (kFolds ? HD / 2 * WG * 128 * 4 : 0);
+  static constexpr int kTotals = kCopies ? kPartialBars + (kProducerFolds ? 32 : 0) : kBars;
+  // With producer folds, one warpgroup's partial o at a time (the same layout over its 128 threads)
+  // and its rows' m and l (a float4 per quad of lanes: m and l are the same in a quad's lanes).
+  static constexpr int kPartial = kTotals + (kFolds ? HD / 2 * WG * 128 * 4 : 0);
+  static constexpr int kPartialRows = kPartial + (kProducerFolds ? HD / 2 * 128 * 4 : 0);
+  static constexpr int kUsed = kPartialRows + (kProducerFolds ? 32 * 16 : 0);
   static constexpr int kBytes = kUsed + 1024 > 120 * 1024 ? kUsed + 1024 : 120 * 1024;
   static constexpr int kThreads = (WG + (kCopies ? 1 : 0)) * 128;
+  static_assert(kBytes <= 227 * 1024, "one block's shared memory");
 };
 
 // Two bf16 values in (-1/8, 1/8) at counter i of the synthetic weights' generator (splitmix64_at,
@@ -61,10 +68,13 @@ constexpr int kSourceKeys = 4096, kSourceHeads = 8;
 
 // The producer warpgroup of the copies rung: the prefill's ring protocol (produce() in
 // attention_prefill.cu: two sub-blocks in flight, the older handed over by fence and arrive once
-// its copies have landed), with contiguous keys instead of the block table's pages.
-template <int HD, int KEYS>
+// its copies have landed), with contiguous keys instead of the block table's pages. after_copies(n)
+// runs once sub-block n's copies are issued (and n - 1 handed over), after_copies(visits) at the end
+// (the producer-folds rung folds there).
+template <int HD, int KEYS, typename AfterCopies>
 __device__ __forceinline__ void ceiling_produce(const uint16_t* k_src, const uint16_t* v_src, int visits,
-                                                uint32_t ring, uint32_t full, uint32_t empty, int stages) {
+                                                uint32_t ring, uint32_t full, uint32_t empty, int stages,
+                                                AfterCopies after_copies) {
   // Thread t copies 16-byte chunk t % CH of rows t / CH + kRowsPerPass i: one swizzled offset, the
   // rows kRowsPerPass x 128 bytes apart (a multiple of 8 rows keeps the swizzle's row & 7).
   constexpr int CH = HD / 8, kTile = KEYS * HD * 2, kRowsPerPass = 128 / CH, kPasses = KEYS / kRowsPerPass;
@@ -94,9 +104,11 @@ __device__ __forceinline__ void ceiling_produce(const uint16_t* k_src, const uin
       cuda::cp_async_wait<1>();
       hand_over();
     }
+    after_copies(n);
   }
   cuda::cp_async_wait<0>();
   while (handed < visits) hand_over();
+  after_copies(visits);
 }
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)  // (wgmma_wait exists only there)
@@ -130,18 +142,101 @@ __device__ __forceinline__ void fold_segment(float (&o)[NTD][4], float (&m)[2], 
 #pragma unroll
   for (int i = 0; i < NTD * 4; ++i) asm volatile("mov.b32 %0, 0;" : "=f"(of[i]));
 }
+
+// The producer-folds rung: a segment's fold taken off the consumers' chain. At a segment end a
+// consumer warpgroup retires its products, stores its partial (o, and m and l per quad) into the
+// one partial buffer and starts the next segment from zeros; the producer warpgroup folds the
+// partial into the totals (fold_segment_partial's arithmetic: fold_scales, then fma(v, b, total *
+// a) per value, l likewise; the first segment's totals are the partial) between its copies. The
+// two warpgroups use the buffer in turn, warpgroup 0's segment k, then 1's, then 0's k + 1: each
+// partial full / empty mbarrier pair's phases follow that order, so a parity names one phase.
+// Warpgroup wg's wait before storing segment k's partial: the fold that freed the buffer for it
+// (warpgroup 1's segment k - 1 for warpgroup 0; none before its first; warpgroup 0's segment k for
+// warpgroup 1).
+template <int NTD>
+__device__ __forceinline__ void hand_partial(float (&o)[NTD][4], float (&m)[2], float (&l)[2], bool (&first)[2],
+                                             int segment, int wg, uint32_t partial_bars, float4* partial,
+                                             float4* rows) {
+  cuda::wgmma_wait<0>();
+  float(&of)[NTD * 4] = reinterpret_cast<float(&)[NTD * 4]>(o);
+#pragma unroll
+  for (int i = 0; i < NTD * 4; ++i) asm volatile("" : "+f"(of[i])::"memory");
+  const uint32_t pfull = partial_bars + 8 * wg, pempty = partial_bars + 16 + 8 * wg;
+  cuda::mbar_wait(pempty, wg == 0 ? (uint32_t(segment) & 1u) ^ 1u : uint32_t(segment) & 1u);
+  const int t = int(threadIdx.x) & 127;
+#pragma unroll
+  for (int nt = 0; nt < NTD; ++nt) partial[nt * 128 + t] = make_float4(o[nt][0], o[nt][1], o[nt][2], o[nt][3]);
+  if ((t & 3) == 0) rows[t >> 2] = make_float4(m[0], m[1], l[0], l[1]);
+  cuda::mbar_arrive(pfull);  // (release: the stores above are seen by the producer's acquiring wait)
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    m[h] = l[h] = 0.0f;
+    first[h] = true;
+  }
+#pragma unroll
+  for (int i = 0; i < NTD * 4; ++i) asm volatile("mov.b32 %0, 0;" : "=f"(of[i]));
+}
+
+// The producer's side: segment k's partials of both warpgroups, in turn, folded into their totals
+// (producer thread p folds consumer thread p's values; tot_m / tot_l: the totals' row state of
+// thread p's two rows in each warpgroup, kept in the producer's registers).
+template <int NTD>
+__device__ __forceinline__ void fold_partials(int segment, uint32_t partial_bars, const float4* partial,
+                                              const float4* rows, float4* totals, float (&tot_m)[2][2],
+                                              float (&tot_l)[2][2]) {
+  const int p = int(threadIdx.x) & 127;
+#pragma unroll  // (w indexes tot_m / tot_l: a loop left rolled would put them in local memory)
+  for (int w = 0; w < 2; ++w) {
+    cuda::mbar_wait(partial_bars + 8 * w, uint32_t(segment) & 1u);
+    const float4 rs = rows[p >> 2];
+    const float m[2] = {rs.x, rs.y}, l[2] = {rs.z, rs.w};
+    float4* tot = totals + w * 128 + p;
+    if (segment == 0) {
+#pragma unroll 4
+      for (int nt = 0; nt < NTD; ++nt) tot[nt * 256] = partial[nt * 128 + p];
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        tot_m[w][h] = m[h];
+        tot_l[w][h] = l[h];
+      }
+    } else {
+      float a[2], b[2];
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        float new_m;
+        cuda::fold_scales(true, tot_m[w][h], m[h], &new_m, &a[h], &b[h]);
+        tot_l[w][h] = cuda::fold_value(true, tot_l[w][h], a[h], l[h], b[h]);
+        tot_m[w][h] = new_m;
+      }
+#pragma unroll 4
+      for (int nt = 0; nt < NTD; ++nt) {
+        float4 v = tot[nt * 256];
+        const float4 o = partial[nt * 128 + p];
+        v.x = cuda::fold_value(true, v.x, a[0], o.x, b[0]);
+        v.y = cuda::fold_value(true, v.y, a[0], o.y, b[0]);
+        v.z = cuda::fold_value(true, v.z, a[1], o.z, b[1]);
+        v.w = cuda::fold_value(true, v.w, a[1], o.w, b[1]);
+        tot[nt * 256] = v;
+      }
+    }
+    cuda::mbar_arrive(partial_bars + 16 + 8 * (1 - w));  // the buffer, free for the other warpgroup
+  }
+}
 #endif
 
 // kFoldEvery > 0 (the folds rung): a segment ends every kFoldEvery visits, as invariant mode's
 // 256-key segments (kFoldEvery = 4) end in the prefill; kFoldAhead: the next segment's first scores
-// issued during a segment's last visit, as within a segment, so that they run under its fold.
-template <int HD, int KEYS, int WG, bool kCopies, bool kSoftmax, int kFoldEvery, bool kFoldAhead>
-__global__ void __launch_bounds__(CeilingLayout<HD, KEYS, WG, kCopies, (kFoldEvery > 0)>::kThreads, 1)
+// issued during a segment's last visit, as within a segment, so that they run under its fold;
+// kProducerFolds: the partials folded by the producer warpgroup (hand_partial, fold_partials).
+template <int HD, int KEYS, int WG, bool kCopies, bool kSoftmax, int kFoldEvery, bool kFoldAhead,
+          bool kProducerFolds>
+__global__ void __launch_bounds__(CeilingLayout<HD, KEYS, WG, kCopies, (kFoldEvery > 0), kProducerFolds>::kThreads, 1)
     prefill_ceiling_kernel(int visits, const uint16_t* k_src, const uint16_t* v_src, float* sink) {
   static_assert(!kSoftmax || (kCopies && KEYS == 64), "the softmax rung is the copies rung's shape");
   static_assert(kFoldEvery == 0 || kSoftmax, "the folds rung is the softmax rung's");
+  static_assert(!kProducerFolds || (kFoldEvery > 0 && WG == 2), "producer folds: the folds rung's shape");
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  using L = CeilingLayout<HD, KEYS, WG, kCopies, (kFoldEvery > 0)>;
+  using L = CeilingLayout<HD, KEYS, WG, kCopies, (kFoldEvery > 0), kProducerFolds>;
   extern __shared__ unsigned char smem_raw[];
   const uint32_t raw = cuda::smem_addr(smem_raw), base = (raw + 1023u) & ~1023u;
   const uint32_t full = base + L::kBars, empty = full + 8 * L::kStages;
@@ -151,6 +246,10 @@ __global__ void __launch_bounds__(CeilingLayout<HD, KEYS, WG, kCopies, (kFoldEve
       for (int s = 0; s < L::kStages; ++s) {
         cuda::mbar_init(full + 8 * s, 128);
         cuda::mbar_init(empty + 8 * s, WG * 128);
+      }
+      for (int w = 0; w < (kProducerFolds ? WG : 0); ++w) {
+        cuda::mbar_init(base + L::kPartialBars + 8 * w, 128);       // a consumer warpgroup's partial stored
+        cuda::mbar_init(base + L::kPartialBars + 16 + 8 * w, 128);  // the buffer free for warpgroup w
       }
       asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     }
@@ -162,10 +261,32 @@ __global__ void __launch_bounds__(CeilingLayout<HD, KEYS, WG, kCopies, (kFoldEve
     cuda::fence_proxy_async();  // the generic-proxy writes above, seen by wgmma
   }
   __syncthreads();
+  float4* totals = reinterpret_cast<float4*>(smem_raw + (base - raw) + L::kTotals);
+  float4* partial = reinterpret_cast<float4*>(smem_raw + (base - raw) + L::kPartial);
+  float4* partial_rows = reinterpret_cast<float4*>(smem_raw + (base - raw) + L::kPartialRows);
   if constexpr (kCopies) {  // the prefill kernel's register split between producer and consumers
     if (threadIdx.x >= WG * 128) {
       asm volatile("setmaxnreg.dec.sync.aligned.u32 56;\n");
-      ceiling_produce<HD, KEYS>(k_src, v_src, visits, base, full, empty, L::kStages);
+      if constexpr (kProducerFolds) {
+        // Segment k's partials are folded once the copies of its last sub-block + kLag are issued:
+        // the consumers have the sub-blocks up to that one's predecessor to visit meanwhile (the
+        // next segment's first two, with kLag = 3), and the ring's stage for the sub-block
+        // copied next is freed by the visits before the partials' stores, so no wait goes round.
+        constexpr int kLag = 3;
+        float tot_m[2][2] = {}, tot_l[2][2] = {};
+        int folded = 0;
+        ceiling_produce<HD, KEYS>(k_src, v_src, visits, base, full, empty, L::kStages, [&](int n) {
+          while (folded < visits / kFoldEvery && (n == visits || (folded + 1) * kFoldEvery - 1 + kLag <= n)) {
+            fold_partials<HD / 8>(folded++, base + L::kPartialBars, partial, partial_rows, totals, tot_m, tot_l);
+          }
+          if (n == visits) {
+            float x = tot_l[0][0] + tot_l[0][1] + tot_l[1][0] + tot_l[1][1];
+            if (x == 1234.5f) *sink = x;
+          }
+        });
+      } else {
+        ceiling_produce<HD, KEYS>(k_src, v_src, visits, base, full, empty, L::kStages, [](int) {});
+      }
       return;
     }
     asm volatile("setmaxnreg.inc.sync.aligned.u32 224;\n");
@@ -228,7 +349,6 @@ __global__ void __launch_bounds__(CeilingLayout<HD, KEYS, WG, kCopies, (kFoldEve
   // memory between segments).
   float tot_m[2] = {0.0f, 0.0f}, tot_l[2] = {0.0f, 0.0f};
   bool has_total[2] = {false, false};
-  float4* totals = reinterpret_cast<float4*>(smem_raw + (base - raw) + L::kTotals);
 #pragma unroll 1  // (one visit per iteration, as the prefill's walk; unrolled, the copies form spilled)
   for (int v = 0; v < visits; ++v) {
     // A segment's last visit: its fold follows the products; the next scores are issued after the
@@ -299,7 +419,9 @@ __global__ void __launch_bounds__(CeilingLayout<HD, KEYS, WG, kCopies, (kFoldEve
     }
     cuda::wgmma_commit();
     scores_issued = !segment_end || kFoldAhead;
-    if constexpr (kFoldEvery > 0) {
+    if constexpr (kProducerFolds) {
+      if (segment_end) hand_partial<HD / 8>(o, m, l, first, v / kSegment, wg, base + L::kPartialBars, partial, partial_rows);
+    } else if constexpr (kFoldEvery > 0) {
       if (segment_end) fold_segment<HD / 8, WG * 128>(o, m, l, first, tot_m, tot_l, has_total, totals, v < kFoldEvery);
     }
   }
@@ -328,10 +450,11 @@ const uint16_t* copy_source(int hd) {
   return src;
 }
 
-template <int HD, int KEYS, int WG, bool kCopies, bool kSoftmax = false, int kFoldEvery = 0, bool kFoldAhead = false>
+template <int HD, int KEYS, int WG, bool kCopies, bool kSoftmax = false, int kFoldEvery = 0, bool kFoldAhead = false,
+          bool kProducerFolds = false>
 bool launch(cudaStream_t stream, int blocks, int visits, float* sink) {
-  using L = CeilingLayout<HD, KEYS, WG, kCopies, (kFoldEvery > 0)>;
-  auto* kernel = prefill_ceiling_kernel<HD, KEYS, WG, kCopies, kSoftmax, kFoldEvery, kFoldAhead>;
+  using L = CeilingLayout<HD, KEYS, WG, kCopies, (kFoldEvery > 0), kProducerFolds>;
+  auto* kernel = prefill_ceiling_kernel<HD, KEYS, WG, kCopies, kSoftmax, kFoldEvery, kFoldAhead, kProducerFolds>;
   static const bool sized =
       cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, L::kBytes) == cudaSuccess;
   const uint16_t* k_src = kCopies ? copy_source(HD) : nullptr;
@@ -362,12 +485,17 @@ constexpr Kernel kKernels[] = {
     {{64, 64, 2, true, true, 4}, launch<64, 64, 2, true, true, 4>},
     {{128, 64, 2, true, true, 4, true}, launch<128, 64, 2, true, true, 4, true>},
     {{64, 64, 2, true, true, 4, true}, launch<64, 64, 2, true, true, 4, true>},
+    {{128, 64, 2, true, true, 4, false, true}, launch<128, 64, 2, true, true, 4, false, true>},
+    {{64, 64, 2, true, true, 4, false, true}, launch<64, 64, 2, true, true, 4, false, true>},
+    {{128, 64, 2, true, true, 4, true, true}, launch<128, 64, 2, true, true, 4, true, true>},
+    {{64, 64, 2, true, true, 4, true, true}, launch<64, 64, 2, true, true, 4, true, true>},
 };
 const Kernel* find_kernel(const CeilingShape& s) {
   for (const Kernel& k : kKernels) {
     const CeilingShape& t = k.shape;
     if (t.head_dim == s.head_dim && t.keys == s.keys && t.warpgroups == s.warpgroups && t.copies == s.copies &&
-        t.softmax == s.softmax && t.fold_every == s.fold_every && t.fold_ahead == s.fold_ahead) {
+        t.softmax == s.softmax && t.fold_every == s.fold_every && t.fold_ahead == s.fold_ahead &&
+        t.producer_folds == s.producer_folds) {
       return &k;
     }
   }

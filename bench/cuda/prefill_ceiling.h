@@ -32,11 +32,16 @@ struct CeilingShape {
   // With folds: the next segment's first scores issued during a segment's last visit (as within a
   // segment), so that they run under the fold; false: issued after it, as the prefill does.
   bool fold_ahead = false;
+  // With folds: the segment's partial stored to shared memory by the consumers and folded into the
+  // totals by the producer warpgroup between its copies (same arithmetic), so that a segment end
+  // costs the consumers only the products' drain and the partial's stores.
+  bool producer_folds = false;
 };
 
 // Whether launch_prefill_ceiling has a kernel for the shape (64 or 128 for each of head_dim and
 // keys with 1 or 2 warpgroups; 3 warpgroups at head_dim 128 with 64 keys only; copies, with or
-// without the softmax (and with it, folds every 4 visits or none), with 64 keys and 2 warpgroups).
+// without the softmax (and with it, folds every 4 visits or none, by the consumers or the producer),
+// with 64 keys and 2 warpgroups).
 bool has_prefill_ceiling(const CeilingShape& shape);
 // Launches `blocks` blocks (the SM count: one block holds an SM), each warpgroup `visits` visits;
 // `sink` receives a value only if the outputs fold to one that they never give (so nothing is

@@ -5,7 +5,9 @@ ptxas reports a kernel's register count and spills, not which values hold the re
 point of highest pressure. This reads the kernel's SASS (nvdisasm), computes which general
 registers are live before every instruction (backward data flow over the branch graph), and prints
 the peak, where it is, and which registers are live there. Under setmaxnreg it can restrict itself
-to the consumer warpgroups' code (from setmaxnreg.inc to, not including, setmaxnreg.dec).
+to the consumer warpgroups' code (from setmaxnreg.inc to, not including, setmaxnreg.dec) or to the
+producer's (what setmaxnreg.dec reaches: its highest register written must be below the count it
+keeps).
 
     python3 bench/cuda/register_liveness.py KERNELS.cubin attention_prefill_kernelILi128ELb0ELb1E \
         --region consumer --top 5 --live
@@ -223,7 +225,7 @@ def read_kernel(args):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     add_kernel_arguments(ap)
-    ap.add_argument('--region', choices=('all', 'consumer'), default='all')
+    ap.add_argument('--region', choices=('all', 'consumer', 'producer'), default='all')
     ap.add_argument('--top', type=int, default=5)
     ap.add_argument('--live', action='store_true', help='the registers live at the peak, as ranges')
     ap.add_argument('--path', type=int, metavar='R', help='from the peak to the next read of register R')
@@ -256,12 +258,15 @@ def main():
                 live[i], changed = v, True
 
     region = set(range(n))
-    if args.region == 'consumer':
-        start = next(i for i, a in enumerate(order) if 'TRY_ALLOC' in by_addr[a][1])
+    if args.region != 'all':
+        # consumer: from setmaxnreg.inc (TRY_ALLOC) to, not including, setmaxnreg.dec; producer:
+        # what setmaxnreg.dec (DEALLOC) reaches, which must fit the registers it leaves.
+        mark, stop = ('TRY_ALLOC', 'DEALLOC') if args.region == 'consumer' else ('DEALLOC', None)
+        start = next(i for i, a in enumerate(order) if mark in by_addr[a][1])
         region, stack = set(), [start]
         while stack:
             i = stack.pop()
-            if i in region or 'DEALLOC' in by_addr[order[i]][1]:
+            if i in region or (stop is not None and stop in by_addr[order[i]][1]):
                 continue
             region.add(i)
             stack += succ[i]
