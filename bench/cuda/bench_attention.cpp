@@ -32,6 +32,12 @@
 // prefill-ceiling-folds: that with a segment fold every 4 visits (invariant mode's 256 keys);
 // prefill-ceiling-folds-ahead: the same with the next segment's first scores issued before the fold;
 // prefill-ceiling-folds-producer(-ahead): those with the partials folded by the producer warpgroup;
+// prefill-ceiling-drains(-ahead): those with the partials dropped (the products drained, o reset);
+// prefill-ceiling-folds|drains-staggered: warpgroup 1's segment ends half a segment after 0's;
+// prefill-ceiling-softmax-edges: the softmax rung with the prefill's masked paths, never taken;
+// prefill-ceiling-softmax-items=32|8: the softmax rung as blocks of 32 / 8 visits (the prefill's
+// items at chunk 4096 / 1024), 8 / 32 times as many blocks; prefill-ceiling-drains-every=32|8: the
+// drains rung with that many visits a segment (one block per SM, as a persistent kernel's items);
 // floor = the K and V bytes read once at the measured copy bandwidth (frac_bw = floor / time).
 // Mixed: one prefill chunk of 512 or 2048 tokens (over as many cached keys) and 16 or 64 decodes
 // of 2048 or 8192 keys in one call, as the engine issues a step (mixed-graph: launches sized from
@@ -411,24 +417,25 @@ void run_step(benchmark::State& state, Mode mode, int seqs, int64_t context) {
   free_batch(*b);
 }
 
-// A prefill-ceiling row (prefill_ceiling.h): one launch per call, each warpgroup 256 visits.
+// A prefill-ceiling row (prefill_ceiling.h): one launch per call, each warpgroup 256 visits per SM.
 // Counters as the prefill rows' (the launch's multiply-adds against the tensor-core rate).
 void run_ceiling(benchmark::State& state, const CeilingShape& shape) {
   if (gpu() == nullptr) {
     state.SkipWithError("no CUDA device");
     return;
   }
-  constexpr int kVisits = 256;
-  const int blocks = gpu()->device.sm_count;
+  constexpr int kVisits = 256;  // per SM: one block, or 256 / item_visits blocks of item_visits each
+  const int visits = shape.item_visits > 0 ? shape.item_visits : kVisits;
+  const int blocks = gpu()->device.sm_count * (kVisits / visits);
   auto* sink = static_cast<float*>(device_alloc(4));
   bool failed = false;
   auto call_on = [&](void* stream, int) {
-    failed = failed || !launch_prefill_ceiling(stream, shape, blocks, kVisits, sink);
+    failed = failed || !launch_prefill_ceiling(stream, shape, blocks, visits, sink);
   };
   const double t =
       time_calls(state, call_on, /*graph=*/false, failed, "launch failed (no sm_90a kernel on this device?)");
   if (t > 0) {
-    const double flops = prefill_ceiling_flops(shape, blocks, kVisits);
+    const double flops = prefill_ceiling_flops(shape, blocks, visits);
     state.counters["us"] = t * 1e6;
     state.counters["TFLOPs"] = flops / t / 1e12;
     state.counters["frac_tc"] = flops / kTensorPeak / t;
@@ -666,10 +673,32 @@ int main(int argc, char** argv) {
     add(absl::StrCat("prefill-ceiling-folds-ahead/hd=", hd, "/keys=64/warpgroups=2"),
         [=](benchmark::State& st) { run_ceiling(st, folding_ahead); });
     for (bool ahead : {false, true}) {
-      const CeilingShape producer_folds{hd, 64, 2, /*copies=*/true, /*softmax=*/true, /*fold_every=*/4, ahead,
-                                        /*producer_folds=*/true};
-      add(absl::StrCat("prefill-ceiling-folds-producer", ahead ? "-ahead" : "", "/hd=", hd, "/keys=64/warpgroups=2"),
-          [=](benchmark::State& st) { run_ceiling(st, producer_folds); });
+      for (FoldBy by : {FoldBy::producer, FoldBy::nobody}) {
+        const CeilingShape segment_ends{hd, 64, 2, /*copies=*/true, /*softmax=*/true, /*fold_every=*/4, ahead, by};
+        add(absl::StrCat(by == FoldBy::producer ? "prefill-ceiling-folds-producer" : "prefill-ceiling-drains",
+                         ahead ? "-ahead" : "", "/hd=", hd, "/keys=64/warpgroups=2"),
+            [=](benchmark::State& st) { run_ceiling(st, segment_ends); });
+      }
+    }
+    CeilingShape edges = softmax;
+    edges.edges = true;
+    add(absl::StrCat("prefill-ceiling-softmax-edges/hd=", hd, "/keys=64/warpgroups=2"),
+        [=](benchmark::State& st) { run_ceiling(st, edges); });
+    for (int item_visits : {32, 8}) {
+      CeilingShape items = softmax;
+      items.item_visits = item_visits;
+      add(absl::StrCat("prefill-ceiling-softmax-items=", item_visits, "/hd=", hd, "/keys=64/warpgroups=2"),
+          [=](benchmark::State& st) { run_ceiling(st, items); });
+      // The same visits in one block per SM, drained every item_visits (a persistent kernel's items)
+      const CeilingShape drains{hd, 64, 2, /*copies=*/true, /*softmax=*/true, item_visits, false, FoldBy::nobody};
+      add(absl::StrCat("prefill-ceiling-drains-every=", item_visits, "/hd=", hd, "/keys=64/warpgroups=2"),
+          [=](benchmark::State& st) { run_ceiling(st, drains); });
+    }
+    for (FoldBy by : {FoldBy::consumers, FoldBy::nobody}) {
+      const CeilingShape staggered{hd, 64, 2, /*copies=*/true, /*softmax=*/true, /*fold_every=*/4, false, by, true};
+      add(absl::StrCat(by == FoldBy::consumers ? "prefill-ceiling-folds" : "prefill-ceiling-drains", "-staggered/hd=",
+                       hd, "/keys=64/warpgroups=2"),
+          [=](benchmark::State& st) { run_ceiling(st, staggered); });
     }
   }
   // Other fixed split sizes for invariant mode (the plan's split_size replaced): what a smaller

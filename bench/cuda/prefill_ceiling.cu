@@ -177,63 +177,93 @@ __device__ __forceinline__ void hand_partial(float (&o)[NTD][4], float (&m)[2], 
   for (int i = 0; i < NTD * 4; ++i) asm volatile("mov.b32 %0, 0;" : "=f"(of[i]));
 }
 
-// The producer's side: segment k's partials of both warpgroups, in turn, folded into their totals
-// (producer thread p folds consumer thread p's values; tot_m / tot_l: the totals' row state of
-// thread p's two rows in each warpgroup, kept in the producer's registers).
+// The producer's side: warpgroup w's partial of segment k folded into its totals (producer thread
+// p folds consumer thread p's values; tot_m / tot_l: the totals' row state of thread p's two rows
+// in each warpgroup, kept in the producer's registers), then the buffer is the other warpgroup's.
 template <int NTD>
-__device__ __forceinline__ void fold_partials(int segment, uint32_t partial_bars, const float4* partial,
-                                              const float4* rows, float4* totals, float (&tot_m)[2][2],
-                                              float (&tot_l)[2][2]) {
+__device__ __forceinline__ void fold_partial(int segment, int w, uint32_t partial_bars, const float4* partial,
+                                             const float4* rows, float4* totals, float (&tot_m)[2][2],
+                                             float (&tot_l)[2][2]) {
   const int p = int(threadIdx.x) & 127;
-#pragma unroll  // (w indexes tot_m / tot_l: a loop left rolled would put them in local memory)
-  for (int w = 0; w < 2; ++w) {
-    cuda::mbar_wait(partial_bars + 8 * w, uint32_t(segment) & 1u);
-    const float4 rs = rows[p >> 2];
-    const float m[2] = {rs.x, rs.y}, l[2] = {rs.z, rs.w};
-    float4* tot = totals + w * 128 + p;
-    if (segment == 0) {
+  cuda::mbar_wait(partial_bars + 8 * w, uint32_t(segment) & 1u);
+  const float4 rs = rows[p >> 2];
+  const float m[2] = {rs.x, rs.y}, l[2] = {rs.z, rs.w};
+  float4* tot = totals + w * 128 + p;
+  // (w selects the row state by branches: indexed by it, tot_m / tot_l would go to local memory)
+  float tm[2] = {w == 0 ? tot_m[0][0] : tot_m[1][0], w == 0 ? tot_m[0][1] : tot_m[1][1]};
+  float tl[2] = {w == 0 ? tot_l[0][0] : tot_l[1][0], w == 0 ? tot_l[0][1] : tot_l[1][1]};
+  if (segment == 0) {
 #pragma unroll 4
-      for (int nt = 0; nt < NTD; ++nt) tot[nt * 256] = partial[nt * 128 + p];
+    for (int nt = 0; nt < NTD; ++nt) tot[nt * 256] = partial[nt * 128 + p];
 #pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        tot_m[w][h] = m[h];
-        tot_l[w][h] = l[h];
-      }
-    } else {
-      float a[2], b[2];
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        float new_m;
-        cuda::fold_scales(true, tot_m[w][h], m[h], &new_m, &a[h], &b[h]);
-        tot_l[w][h] = cuda::fold_value(true, tot_l[w][h], a[h], l[h], b[h]);
-        tot_m[w][h] = new_m;
-      }
-#pragma unroll 4
-      for (int nt = 0; nt < NTD; ++nt) {
-        float4 v = tot[nt * 256];
-        const float4 o = partial[nt * 128 + p];
-        v.x = cuda::fold_value(true, v.x, a[0], o.x, b[0]);
-        v.y = cuda::fold_value(true, v.y, a[0], o.y, b[0]);
-        v.z = cuda::fold_value(true, v.z, a[1], o.z, b[1]);
-        v.w = cuda::fold_value(true, v.w, a[1], o.w, b[1]);
-        tot[nt * 256] = v;
-      }
+    for (int h = 0; h < 2; ++h) {
+      tm[h] = m[h];
+      tl[h] = l[h];
     }
-    cuda::mbar_arrive(partial_bars + 16 + 8 * (1 - w));  // the buffer, free for the other warpgroup
+  } else {
+    float a[2], b[2];
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      float new_m;
+      cuda::fold_scales(true, tm[h], m[h], &new_m, &a[h], &b[h]);
+      tl[h] = cuda::fold_value(true, tl[h], a[h], l[h], b[h]);
+      tm[h] = new_m;
+    }
+#pragma unroll 4
+    for (int nt = 0; nt < NTD; ++nt) {
+      float4 v = tot[nt * 256];
+      const float4 o = partial[nt * 128 + p];
+      v.x = cuda::fold_value(true, v.x, a[0], o.x, b[0]);
+      v.y = cuda::fold_value(true, v.y, a[0], o.y, b[0]);
+      v.z = cuda::fold_value(true, v.z, a[1], o.z, b[1]);
+      v.w = cuda::fold_value(true, v.w, a[1], o.w, b[1]);
+      tot[nt * 256] = v;
+    }
   }
+  cuda::mbar_arrive(partial_bars + 16 + 8 * (1 - w));  // the buffer, free for the other warpgroup
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    if (w == 0) {
+      tot_m[0][h] = tm[h];
+      tot_l[0][h] = tl[h];
+    } else {
+      tot_m[1][h] = tm[h];
+      tot_l[1][h] = tl[h];
+    }
+  }
+}
+
+// The drains rung's segment end: the products retired, the partial dropped, o and the row state
+// reset (as fold_segment less the fold).
+template <int NTD>
+__device__ __forceinline__ void drop_partial(float (&o)[NTD][4], float (&m)[2], float (&l)[2], bool (&first)[2]) {
+  cuda::wgmma_wait<0>();
+  float(&of)[NTD * 4] = reinterpret_cast<float(&)[NTD * 4]>(o);
+#pragma unroll
+  for (int i = 0; i < NTD * 4; ++i) asm volatile("" : "+f"(of[i])::"memory");
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    m[h] = l[h] = 0.0f;
+    first[h] = true;
+  }
+#pragma unroll
+  for (int i = 0; i < NTD * 4; ++i) asm volatile("mov.b32 %0, 0;" : "=f"(of[i]));
 }
 #endif
 
 // kFoldEvery > 0 (the folds rung): a segment ends every kFoldEvery visits, as invariant mode's
 // 256-key segments (kFoldEvery = 4) end in the prefill; kFoldAhead: the next segment's first scores
 // issued during a segment's last visit, as within a segment, so that they run under its fold;
-// kProducerFolds: the partials folded by the producer warpgroup (hand_partial, fold_partials).
-template <int HD, int KEYS, int WG, bool kCopies, bool kSoftmax, int kFoldEvery, bool kFoldAhead,
-          bool kProducerFolds>
-__global__ void __launch_bounds__(CeilingLayout<HD, KEYS, WG, kCopies, (kFoldEvery > 0), kProducerFolds>::kThreads, 1)
-    prefill_ceiling_kernel(int visits, const uint16_t* k_src, const uint16_t* v_src, float* sink) {
+// kFoldBy: who folds the partials (FoldBy; the producer: hand_partial, fold_partial); kStaggered:
+// warpgroup 1's segments end half a segment after warpgroup 0's (its first is half as long);
+// kEdges: the prefill's masked softmax paths in the visit, never taken (edge_visit = -1).
+template <int HD, int KEYS, int WG, bool kCopies, bool kSoftmax, int kFoldEvery, bool kFoldAhead, FoldBy kFoldBy,
+          bool kStaggered, bool kEdges>
+__global__ void __launch_bounds__(CeilingLayout<HD, KEYS, WG, kCopies, (kFoldEvery > 0)>::kThreads, 1)
+    prefill_ceiling_kernel(int visits, int edge_visit, const uint16_t* k_src, const uint16_t* v_src, float* sink) {
   static_assert(!kSoftmax || (kCopies && KEYS == 64), "the softmax rung is the copies rung's shape");
   static_assert(kFoldEvery == 0 || kSoftmax, "the folds rung is the softmax rung's");
+  constexpr bool kProducerFolds = kFoldBy == FoldBy::producer;
   static_assert(!kProducerFolds || (kFoldEvery > 0 && WG == 2), "producer folds: the folds rung's shape");
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   using L = CeilingLayout<HD, KEYS, WG, kCopies, (kFoldEvery > 0), kProducerFolds>;
@@ -268,16 +298,21 @@ __global__ void __launch_bounds__(CeilingLayout<HD, KEYS, WG, kCopies, (kFoldEve
     if (threadIdx.x >= WG * 128) {
       asm volatile("setmaxnreg.dec.sync.aligned.u32 56;\n");
       if constexpr (kProducerFolds) {
-        // Segment k's partials are folded once the copies of its last sub-block + kLag are issued:
-        // the consumers have the sub-blocks up to that one's predecessor to visit meanwhile (the
-        // next segment's first two, with kLag = 3), and the ring's stage for the sub-block
-        // copied next is freed by the visits before the partials' stores, so no wait goes round.
+        // Partial u (warpgroup u % 2's of segment u / 2: the buffer's order) is folded once the
+        // copies of its segment's last sub-block + kLag + u % 2 are issued, one partial per copy
+        // (folding both at once starved the consumers of sub-blocks: notes/prefill-time.md). The
+        // consumers have the sub-blocks up to that one's predecessor to visit meanwhile, and the
+        // ring's stage for the sub-block copied there is freed by visits before the partial's
+        // stores, so no wait goes round.
         constexpr int kLag = 3;
         float tot_m[2][2] = {}, tot_l[2][2] = {};
-        int folded = 0;
+        int folded = 0;  // partials folded
         ceiling_produce<HD, KEYS>(k_src, v_src, visits, base, full, empty, L::kStages, [&](int n) {
-          while (folded < visits / kFoldEvery && (n == visits || (folded + 1) * kFoldEvery - 1 + kLag <= n)) {
-            fold_partials<HD / 8>(folded++, base + L::kPartialBars, partial, partial_rows, totals, tot_m, tot_l);
+          while (folded < 2 * (visits / kFoldEvery) &&
+                 (n == visits || (folded / 2 + 1) * kFoldEvery - 1 + kLag + folded % 2 <= n)) {
+            fold_partial<HD / 8>(folded / 2, folded % 2, base + L::kPartialBars, partial, partial_rows, totals,
+                                 tot_m, tot_l);
+            ++folded;
           }
           if (n == visits) {
             float x = tot_l[0][0] + tot_l[0][1] + tot_l[1][0] + tot_l[1][1];
@@ -294,14 +329,27 @@ __global__ void __launch_bounds__(CeilingLayout<HD, KEYS, WG, kCopies, (kFoldEve
 
   const int tid = int(threadIdx.x), wg = __shfl_sync(0xffffffffu, tid / 128, 0);
   const uint64_t q_desc = cuda::smem_desc(base + L::kStages * L::kStageBytes + wg * 64 * HD * 2);
-  uint32_t qf[L::kQShared ? 1 : HD / 16][4];  // Q's A fragments, as the prefill keeps them in registers
+  // Q's A fragments, as the prefill keeps them in registers: with copies, read from the copies'
+  // source (bf16 pairs of the same magnitude; each load a warp's 128 consecutive bytes, all issued
+  // before the first is used), so that a block's start costs about a load's latency as the
+  // prefill's Q copy does, not the ~1,000 dependent instructions a warp of generating them took,
+  // which rows of many short blocks (item_visits) would count as the blocks' cost; else generated.
+  uint32_t qf[L::kQShared ? 1 : HD / 16][4];
 #pragma unroll
   for (int kk = 0; kk < (L::kQShared ? 0 : HD / 16); ++kk)
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
-      qf[kk][i] = small_bf16_pair(uint32_t(tid * 64 + kk * 4 + i));
-      asm volatile("" : "+r"(qf[kk][i]));  // (all before the first wgmma, not computed between them)
+      if constexpr (kCopies) {
+        const uint32_t at = blockIdx.x * 8192u + uint32_t((kk * 4 + i) * int(blockDim.x) + tid);
+        qf[kk][i] = __ldg(reinterpret_cast<const uint32_t*>(k_src) + at % (kSourceKeys * HD / 2));
+      } else {
+        qf[kk][i] = small_bf16_pair(uint32_t(tid * 64 + kk * 4 + i));
+      }
     }
+#pragma unroll
+  for (int kk = 0; kk < (L::kQShared ? 0 : HD / 16); ++kk)
+#pragma unroll
+    for (int i = 0; i < 4; ++i) asm volatile("" : "+r"(qf[kk][i]));  // (all before the first wgmma)
   const uint64_t k_desc0 = cuda::smem_desc(base), v_desc0 = cuda::smem_desc_mn(base + kTile, KEYS * 128);
   // Ring stage of sub-block n through lane 0, so that the descriptors stay warp-uniform (as the prefill).
   auto stage_of = [](int n) { return __shfl_sync(0xffffffffu, n % L::kStages, 0); };
@@ -354,7 +402,8 @@ __global__ void __launch_bounds__(CeilingLayout<HD, KEYS, WG, kCopies, (kFoldEve
     // A segment's last visit: its fold follows the products; the next scores are issued after the
     // fold (as the prefill), or before it (kFoldAhead).
     constexpr int kSegment = kFoldEvery > 0 ? kFoldEvery : 1;  // (no % 0 where there are no folds)
-    const bool segment_end = kFoldEvery > 0 && v % kSegment == kSegment - 1;
+    const int segment_last = kStaggered && wg == 1 ? kSegment / 2 - 1 : kSegment - 1;
+    const bool segment_end = kFoldEvery > 0 && v % kSegment == segment_last;
     if (!scores_issued) issue_scores(v);
     cuda::wgmma_wait<0>();  // the scores of v and the products of v - 1
 #pragma unroll
@@ -373,8 +422,33 @@ __global__ void __launch_bounds__(CeilingLayout<HD, KEYS, WG, kCopies, (kFoldEve
       // next scores issued, then the exponentials and sums under them.
       float alpha[2], x[8][4];
       const bool was_first[2] = {first[0], first[1]};
-      const cuda::InteriorMax r = cuda::interior_max(scale, sc, alpha, m, first);
-      cuda::interior_exp_arguments(r, sc, x);
+      // kEdges: the prefill's two other softmax paths beside the interior one (a sub-block masked
+      // where every row has keys; attend_softmax where a row has none), chosen as the prefill
+      // chooses them, by run-time tests that never pick them here (edge_visit is -1).
+      const bool interior = !kEdges || v != edge_visit, every_row = interior || (edge_visit & 1) != 0;
+      cuda::InteriorMax r;
+      if (interior) {
+        r = cuda::interior_max(scale, sc, alpha, m, first);
+        cuda::interior_exp_arguments(r, sc, x);
+      } else if (every_row) {
+        const cuda::SegRange rg{0, int64_t(edge_visit) * KEYS + KEYS / 2, false};
+        int lo, hi;
+        cuda::softmax_columns(int64_t(v) * KEYS, rg, &lo, &hi);
+#pragma unroll
+        for (int nt = 0; nt < 8; ++nt)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) x[nt][e] = cuda::softmax_masked(sc[nt][e], nt * 8 + (tid & 3) * 2 + (e & 1), lo, hi);
+        r = cuda::interior_max(scale, x, alpha, m, first);
+        cuda::interior_exp_arguments(r, x, x);
+      } else {
+        const cuda::SegRange rg[2] = {{0, int64_t(edge_visit) * KEYS + 5, false}, {0, int64_t(edge_visit) * KEYS, false}};
+        const bool active[2] = {true, false};
+#pragma unroll
+        for (int nt = 0; nt < 8; ++nt)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) x[nt][e] = sc[nt][e];
+        cuda::attend_softmax<2>(int64_t(v) * KEYS, rg, active, scale, x, alpha, m, l, first);
+      }
       // (The arguments formed here, before the next scores are issued into sc: left to the
       // compiler, their multiply-adds sank below that issue and ptxas serialised every wgmma, C7515.
       // In the prefill the branch between the interior and the masked softmax pins them.)
@@ -393,7 +467,7 @@ __global__ void __launch_bounds__(CeilingLayout<HD, KEYS, WG, kCopies, (kFoldEve
         }
       }
       if (v + 1 < visits && (!segment_end || kFoldAhead)) issue_scores(v + 1);
-      cuda::interior_exp_sum(r, x, alpha, m, l, first);
+      if (every_row) cuda::interior_exp_sum(r, x, alpha, m, l, first);
 #pragma unroll
       for (int kk = 0; kk < 4; ++kk) {
         p[kk][0] = cuda::pack_bf16x2(x[2 * kk][0], x[2 * kk][1]);
@@ -421,6 +495,8 @@ __global__ void __launch_bounds__(CeilingLayout<HD, KEYS, WG, kCopies, (kFoldEve
     scores_issued = !segment_end || kFoldAhead;
     if constexpr (kProducerFolds) {
       if (segment_end) hand_partial<HD / 8>(o, m, l, first, v / kSegment, wg, base + L::kPartialBars, partial, partial_rows);
+    } else if constexpr (kFoldBy == FoldBy::nobody && kFoldEvery > 0) {
+      if (segment_end) drop_partial<HD / 8>(o, m, l, first);
     } else if constexpr (kFoldEvery > 0) {
       if (segment_end) fold_segment<HD / 8, WG * 128>(o, m, l, first, tot_m, tot_l, has_total, totals, v < kFoldEvery);
     }
@@ -451,16 +527,17 @@ const uint16_t* copy_source(int hd) {
 }
 
 template <int HD, int KEYS, int WG, bool kCopies, bool kSoftmax = false, int kFoldEvery = 0, bool kFoldAhead = false,
-          bool kProducerFolds = false>
+          FoldBy kFoldBy = FoldBy::consumers, bool kStaggered = false, bool kEdges = false>
 bool launch(cudaStream_t stream, int blocks, int visits, float* sink) {
-  using L = CeilingLayout<HD, KEYS, WG, kCopies, (kFoldEvery > 0), kProducerFolds>;
-  auto* kernel = prefill_ceiling_kernel<HD, KEYS, WG, kCopies, kSoftmax, kFoldEvery, kFoldAhead, kProducerFolds>;
+  using L = CeilingLayout<HD, KEYS, WG, kCopies, (kFoldEvery > 0), kFoldBy == FoldBy::producer>;
+  auto* kernel =
+      prefill_ceiling_kernel<HD, KEYS, WG, kCopies, kSoftmax, kFoldEvery, kFoldAhead, kFoldBy, kStaggered, kEdges>;
   static const bool sized =
       cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, L::kBytes) == cudaSuccess;
   const uint16_t* k_src = kCopies ? copy_source(HD) : nullptr;
   if (!sized || (kCopies && k_src == nullptr)) return false;
   const uint16_t* v_src = kCopies ? k_src + int64_t(kSourceHeads) * kSourceKeys * HD : nullptr;
-  kernel<<<blocks, L::kThreads, L::kBytes, stream>>>(visits, k_src, v_src, sink);
+  kernel<<<blocks, L::kThreads, L::kBytes, stream>>>(visits, /*edge_visit=*/-1, k_src, v_src, sink);
   return cudaGetLastError() == cudaSuccess;
 }
 
@@ -485,17 +562,30 @@ constexpr Kernel kKernels[] = {
     {{64, 64, 2, true, true, 4}, launch<64, 64, 2, true, true, 4>},
     {{128, 64, 2, true, true, 4, true}, launch<128, 64, 2, true, true, 4, true>},
     {{64, 64, 2, true, true, 4, true}, launch<64, 64, 2, true, true, 4, true>},
-    {{128, 64, 2, true, true, 4, false, true}, launch<128, 64, 2, true, true, 4, false, true>},
-    {{64, 64, 2, true, true, 4, false, true}, launch<64, 64, 2, true, true, 4, false, true>},
-    {{128, 64, 2, true, true, 4, true, true}, launch<128, 64, 2, true, true, 4, true, true>},
-    {{64, 64, 2, true, true, 4, true, true}, launch<64, 64, 2, true, true, 4, true, true>},
+#define SEGMENT_ENDS(HD, AHEAD, BY) {{HD, 64, 2, true, true, 4, AHEAD, BY}, launch<HD, 64, 2, true, true, 4, AHEAD, BY>}
+    SEGMENT_ENDS(128, false, FoldBy::producer), SEGMENT_ENDS(64, false, FoldBy::producer),
+    SEGMENT_ENDS(128, true, FoldBy::producer),  SEGMENT_ENDS(64, true, FoldBy::producer),
+    SEGMENT_ENDS(128, false, FoldBy::nobody),   SEGMENT_ENDS(64, false, FoldBy::nobody),
+    SEGMENT_ENDS(128, true, FoldBy::nobody),    SEGMENT_ENDS(64, true, FoldBy::nobody),
+#define STAGGERED(HD, BY) {{HD, 64, 2, true, true, 4, false, BY, true}, launch<HD, 64, 2, true, true, 4, false, BY, true>}
+    STAGGERED(128, FoldBy::consumers), STAGGERED(64, FoldBy::consumers),
+    STAGGERED(128, FoldBy::nobody),    STAGGERED(64, FoldBy::nobody),
+#undef STAGGERED
+#define DRAINS_EVERY(HD, N) {{HD, 64, 2, true, true, N, false, FoldBy::nobody}, launch<HD, 64, 2, true, true, N, false, FoldBy::nobody>}
+    DRAINS_EVERY(128, 8), DRAINS_EVERY(64, 8), DRAINS_EVERY(128, 32), DRAINS_EVERY(64, 32),
+#undef DRAINS_EVERY
+#define EDGES(HD) {{HD, 64, 2, true, true, 0, false, FoldBy::consumers, false, 0, true}, launch<HD, 64, 2, true, true, 0, false, FoldBy::consumers, false, true>}
+    EDGES(128), EDGES(64),
+#undef EDGES
+#undef SEGMENT_ENDS
 };
 const Kernel* find_kernel(const CeilingShape& s) {
   for (const Kernel& k : kKernels) {
     const CeilingShape& t = k.shape;
     if (t.head_dim == s.head_dim && t.keys == s.keys && t.warpgroups == s.warpgroups && t.copies == s.copies &&
         t.softmax == s.softmax && t.fold_every == s.fold_every && t.fold_ahead == s.fold_ahead &&
-        t.producer_folds == s.producer_folds) {
+        t.fold_by == s.fold_by && t.staggered == s.staggered && t.edges == s.edges &&
+        (s.item_visits == 0 || (s.softmax && s.fold_every == 0 && !s.edges))) {
       return &k;
     }
   }

@@ -12,6 +12,12 @@
 
 namespace samebits::bench {
 
+// Who folds a segment's partial in the folds rungs: the consumers, as the prefill; the producer
+// warpgroup (the consumers store the partial to shared memory, the producer folds it between its
+// copies: same arithmetic); nobody (the products drained, o and the row state reset, the partial
+// dropped: the least that any segment end keeping o in registers costs).
+enum class FoldBy { consumers, producer, nobody };
+
 struct CeilingShape {
   int head_dim = 128;   // 64 or 128
   int keys = 64;        // keys per visit: 64 (CUDA attention's sub-block) or 128
@@ -32,18 +38,29 @@ struct CeilingShape {
   // With folds: the next segment's first scores issued during a segment's last visit (as within a
   // segment), so that they run under the fold; false: issued after it, as the prefill does.
   bool fold_ahead = false;
-  // With folds: the segment's partial stored to shared memory by the consumers and folded into the
-  // totals by the producer warpgroup between its copies (same arithmetic), so that a segment end
-  // costs the consumers only the products' drain and the partial's stores.
-  bool producer_folds = false;
+  // With folds: who folds (FoldBy).
+  FoldBy fold_by = FoldBy::consumers;
+  // With folds: consumer warpgroup 1's segment ends half a segment after warpgroup 0's (synthetic
+  // keys: its first segment is half as long), so that the two never drain at the same visit.
+  bool staggered = false;
+  // Visits per block: 0 for one block per SM of 256 visits a warpgroup (the rungs' clean pipeline);
+  // V > 0 for 256 / V times as many blocks of V visits each, as the prefill's items (one block each,
+  // ~32 visits at chunk 4096, ~8.5 at 1024): each block's start (barriers, the ring's first copies,
+  // the first scores with nothing under them) and end (the last products drained) in the time.
+  int item_visits = 0;
+  // The softmax rung (no folds) with the prefill's two masked softmax paths in its visit, chosen by
+  // run-time tests as the prefill chooses them, never taken: what their code costs a loop of
+  // interior visits.
+  bool edges = false;
 };
 
 // Whether launch_prefill_ceiling has a kernel for the shape (64 or 128 for each of head_dim and
 // keys with 1 or 2 warpgroups; 3 warpgroups at head_dim 128 with 64 keys only; copies, with or
-// without the softmax (and with it, folds every 4 visits or none, by the consumers or the producer),
+// without the softmax (and with it, folds every 4 visits or none, by the consumers, the producer or nobody),
 // with 64 keys and 2 warpgroups).
 bool has_prefill_ceiling(const CeilingShape& shape);
-// Launches `blocks` blocks (the SM count: one block holds an SM), each warpgroup `visits` visits;
+// Launches `blocks` blocks (one block holds an SM), each warpgroup `visits` visits (the shape's
+// item_visits, not these, choose the kernel);
 // `sink` receives a value only if the outputs fold to one that they never give (so nothing is
 // dropped). False on a launch error or a shape without a kernel.
 bool launch_prefill_ceiling(void* stream, const CeilingShape& shape, int blocks, int visits, float* sink);

@@ -43,6 +43,8 @@
 // beside them (two passes unrolled, or it spills).
 #include <cuda_runtime.h>
 
+#include <type_traits>
+
 #include "kernels/cuda/attention_prefill.h"
 #include "kernels/cuda/attention_worklist.cuh"
 #include "kernels/cuda/cuda_common.h"
@@ -151,17 +153,77 @@ __device__ __forceinline__ SegRange segment_hull(const AttnParams& P, const Tile
   return SegRange{begin, hi.end, hi.from_new};
 }
 
+// The sub-blocks of segment c inside every row's key range, for a warpgroup whose rows are all in
+// the tile (else none): [ceil64(begin of p_max's range), floor64(end of p_min's range)), within
+// [first, last) (the hull's last sub-block is visited apart), kept only where it starts at first.
+// Every row of the tile sees every key of these (begins and ends of non-empty ranges never
+// decrease with the position, kernels/plan.h, and p_min's range non-empty makes every later one
+// non-empty), so each warp would take the interior softmax there anyway: the walk visits them in a
+// loop of their own whose visit has no other path. (A never-taken masked path in the
+// prefill-ceiling rows' visit loop cost it 1.18-1.25x the time at head_dim 128:
+// notes/prefill-time.md, 2026-12-06.) Under a fixed split every non-empty range of c begins at
+// c * split and p_min's ends at min(p_min + 1, c * split + split): p_min + 1 (pmin1) is all it
+// needs. Returns the run's end, first for none. (Key positions fit 32 bits: context_lens are
+// int32.)
+template <bool kFixedSplit>
+__device__ __forceinline__ int interior_run_end(const AttnParams& P, const TileInfo& t, int wg, int pmin1, int c,
+                                                int first, int last) {
+  if (64 * wg + 63 >= t.nrows) return first;
+  int64_t b, e;
+  if constexpr (kFixedSplit) {
+    const int64_t begin = int64_t(c) * P.split_size;
+    if (pmin1 <= begin) return first;
+    b = (begin + kAttnKeys - 1) / kAttnKeys * kAttnKeys;
+    e = min(int64_t(pmin1), begin + P.split_size) / kAttnKeys * kAttnKeys;
+  } else {
+    const SegRange lo = segment_range(P, t.reads_new, t.cached, t.p_min, c);
+    if (lo.begin >= lo.end) return first;
+    const SegRange hi = segment_range(P, t.reads_new, t.cached, t.p_max, c);
+    b = (hi.begin + kAttnKeys - 1) / kAttnKeys * kAttnKeys;
+    e = lo.end / kAttnKeys * kAttnKeys;
+  }
+  return b == first && b < e ? int(min(e, int64_t(last))) : first;
+}
+
 // Producer and consumers walk the same sequence of segments and sub-blocks: start(c) at each
-// segment, visit(sb0, from_new, last) per sub-block of its hull (last: the hull's last one),
-// finish() at its end.
-template <bool kFixedSplit, typename Start, typename Visit, typename Finish>
-__device__ __forceinline__ void walk(const AttnParams& P, const TileInfo& t, Start start, Visit visit,
-                                     Finish finish) {
+// segment, enter() before the first sub-block of a hull that has one, visit(sb0, from_new, last,
+// interior) per sub-block of the hull, finish() at its end. `last` and `interior` are compile-time
+// std::bool_constant values: the hull's last sub-block is visited outside the loop (last: the loop's
+// visits then hold no test of it and no path of the last one, the next scores not issued). With
+// kInteriorRuns (the consumers), a segment whose first sub-blocks are an interior run (interior_run
+// for warpgroup wg, from the hull's first sub-block) visits them in a loop of its own (interior: the
+// visit's masked paths compiled out), then the rest in the general loop. settle() (wgmma_wait<0>,
+// the scores' registers pinned) runs on both paths before they meet at the general loop: no wgmma
+// is then in flight where the compiler copies registers from one path's to the other's (with the
+// scores in flight those copies made ptxas serialise every wgmma, C7514); the general loop's first
+// visit waits for the same products and scores anyway. The producer walks one loop.
+template <bool kFixedSplit, bool kInteriorRuns, typename Start, typename Enter, typename Visit, typename Settle,
+          typename Finish>
+__device__ __forceinline__ void walk(const AttnParams& P, const TileInfo& t, int wg, int pmin1, Start start,
+                                     Enter enter, Visit visit, Settle settle, Finish finish) {
   for (int c = 0; c < t.nseg; ++c) {
     start(c);
     const SegRange h = segment_hull<kFixedSplit>(P, t, c);
-    for (int64_t sb0 = h.begin < h.end ? h.begin / kAttnKeys * kAttnKeys : h.end; sb0 < h.end; sb0 += kAttnKeys) {
-      visit(sb0, h.from_new, sb0 + kAttnKeys >= h.end);
+    if (h.begin < h.end) {
+      const int first = int(h.begin) / kAttnKeys * kAttnKeys, last = int(h.end - 1) / kAttnKeys * kAttnKeys;
+      int sb0 = first;
+      if constexpr (kInteriorRuns) {
+        const int i1 = interior_run_end<kFixedSplit>(P, t, wg, pmin1, c, first, last);
+        // (enter() and settle() on each path: where the paths met with the scores in flight, their
+        // registers were copied from one path's to the other's, C7514)
+        if (i1 > first) {
+          enter();
+          for (; sb0 < i1; sb0 += kAttnKeys) visit(sb0, h.from_new, std::false_type{}, std::true_type{});
+          settle();
+        } else {
+          enter();
+          settle();
+        }
+      } else {
+        enter();
+      }
+      for (; sb0 < last; sb0 += kAttnKeys) visit(sb0, h.from_new, std::false_type{}, std::false_type{});
+      visit(last, h.from_new, std::true_type{}, std::false_type{});
     }
     finish();
   }
@@ -185,9 +247,9 @@ __device__ __forceinline__ void produce(const AttnParams& P, const TileInfo& t, 
     mbar_arrive(full + 8 * L::stage(handed));
     ++handed;
   };
-  walk<kFixedSplit>(
-      P, t, [](int) {},
-      [&](int64_t sb0, bool from_new, bool) {
+  walk<kFixedSplit, false>(
+      P, t, 0, 0, [](int) {}, [] {},
+      [&](int64_t sb0, bool from_new, auto, auto) {
         const int s = L::stage(n);
         // Warp w copies keys sb0 + 16w .. + 15 (lane l and l + 16 resolve key 16w + l % 16; the
         // block-table read overlaps the wait for the stage), each pass kRowsPerPass rows of
@@ -212,7 +274,7 @@ __device__ __forceinline__ void produce(const AttnParams& P, const TileInfo& t, 
           hand_over();
         }
       },
-      [] {});
+      [] {}, [] {});
   cp_async_wait<0>();
   while (handed < n) hand_over();
 }
@@ -296,7 +358,6 @@ __device__ __forceinline__ void consume(const AttnParams& P, const TileInfo& t, 
   // next segment's fold (the first segment's totals are formed in registers).
   auto total = [&](int nt) -> float4& { return reinterpret_cast<float4*>(totals)[nt * kConsumerThreads + tid]; };
   int n = 0, pending_stage = -1;
-  bool scores_issued = false;  // this sub-block's scores were issued under the previous one's softmax
   uint32_t a[4][4];  // P (bf16 pairs), the A operand of the P V products: read until they retire
   // After wgmma_wait: o is final for the last issued P V products; their stage goes back to the
   // producer.
@@ -365,8 +426,13 @@ __device__ __forceinline__ void consume(const AttnParams& P, const TileInfo& t, 
     }
   };
   bool first_segment = true, last_segment = false;
-  walk<kFixedSplit>(
-      P, t,
+  // Interior runs at head_dim 64 only. At 128 the run's visit needs its exponentials' arguments
+  // pinned above the next scores' issue (unpinned, ptxas serialised every wgmma, C7514), and with
+  // the pin the walk spilled 36-52 bytes; with the tile's values in shared memory instead it built
+  // clean, and took 0.94x main's time in default mode at chunk 4096 but 1.03-1.07x in invariant
+  // mode (H100, notes/prefill-time.md 2026-12-06).
+  walk<kFixedSplit, HD == 64>(
+      P, t, wg, int(t.p_min) + 1,
       [&](int c) {
         first_segment = c == 0;
         last_segment = c == t.nseg - 1;
@@ -390,29 +456,37 @@ __device__ __forceinline__ void consume(const AttnParams& P, const TileInfo& t, 
           m[h] = l[h] = 0.0f;
           first[h] = true;
         }
+        // o zeroed by volatile moves, which stay before the segment's first scores' issue below
+        // (plain stores may be moved past it, and an accumulator defined while a wgmma is in flight
+        // makes ptxas serialise every wgmma, C7515).
 #pragma unroll
         for (int nt = 0; nt < NTD; ++nt)
 #pragma unroll
-          for (int e = 0; e < 4; ++e) o[nt][e] = 0.0f;
+          for (int e = 0; e < 4; ++e) asm volatile("mov.b32 %0, 0;" : "=f"(o[nt][e]));
       },
-      [&](int64_t sb0, bool, bool last) {
+      [&] { issue_scores(sc_next, n); },  // the segment's first scores (the others: a visit ahead)
+      [&](int64_t sb0, bool, auto last, auto interior_only) {
         const int s = stage_of(n);
         const uint64_t v_desc = desc_advance(v_desc0, s * L::kStageBytes);
         // active: the row has keys in the sub-block (max(begin, sb0) < min(end, sb0 + 64)); inside:
         // all of them. In 32 bits: key positions are below 2^31 (context_lens are int32) and
         // ranges are >= 0, so begin - 64 and end - 64 do not wrap (half the instructions of the
         // 64-bit compares, which take two each).
+        // (In an interior run every row has all the sub-block's keys: no test.)
+        constexpr bool kInteriorOnly = decltype(interior_only)::value;
         const int j = int(sb0);
-        bool active[2], inside = true;
+        bool active[2] = {true, true}, inside = true;
+        if constexpr (!kInteriorOnly) {
 #pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          const int b = int(rg[h].begin), e = int(rg[h].end);
-          active[h] = b < e && j < e && j > b - kAttnKeys;
-          inside = inside && b <= j && j <= e - kAttnKeys;
+          for (int h = 0; h < 2; ++h) {
+            const int b = int(rg[h].begin), e = int(rg[h].end);
+            active[h] = b < e && j < e && j > b - kAttnKeys;
+            inside = inside && b <= j && j <= e - kAttnKeys;
+          }
         }
         // This sub-block's scores: issued under the previous sub-block's softmax (into sc_next),
-        // or now. Their wait also retires the previous P V products, whose stage is released.
-        if (!scores_issued) issue_scores(sc_next, n);
+        // or at the segment's start. Their wait also retires the previous P V products, whose
+        // stage is released.
         wgmma_wait<0>();
         // (The scores are read only after the wait: the compiler sees them defined here.)
 #pragma unroll
@@ -422,10 +496,9 @@ __device__ __forceinline__ void consume(const AttnParams& P, const TileInfo& t, 
         retire_values();
         // The next sub-block's scores (same segment) are issued once o is rescaled (ptxas serialises
         // the wgmma if o changes while they are in flight), and run under this one's exponentials.
-        scores_issued = !last;
         const bool was_first[2] = {first[0], first[1]};
         // interior: no score of the warp is masked; every_row: each row has keys here (masked).
-        const bool interior = __all_sync(0xffffffffu, inside);
+        const bool interior = kInteriorOnly || __all_sync(0xffffffffu, inside);
         const bool every_row = interior || __all_sync(0xffffffffu, active[0] && active[1]);
         // sc: the scores out of the accumulators, which the next sub-block's scores are issued
         // into below: the exponentials' arguments (interior_exp_arguments), or a copy that
@@ -435,6 +508,15 @@ __device__ __forceinline__ void consume(const AttnParams& P, const TileInfo& t, 
         if (interior) {
           r = interior_max(P.scale, sc_next, alpha, m, first);
           interior_exp_arguments(r, sc_next, sc);
+          if constexpr (kInteriorOnly) {
+            // The arguments formed here, before the next scores are issued into sc_next: in the
+            // general visit the branch to the masked paths keeps them above that issue; without
+            // it their multiply-adds sank below it (reading accumulators in flight: C7514).
+#pragma unroll
+            for (int nt = 0; nt < 8; ++nt)
+#pragma unroll
+              for (int e = 0; e < 4; ++e) asm volatile("" : "+f"(sc[nt][e]));
+          }
         } else if (every_row) {
           mask_outside_ranges(sb0, rg, sc_next, sc);
           r = interior_max(P.scale, sc, alpha, m, first);
@@ -458,7 +540,7 @@ __device__ __forceinline__ void consume(const AttnParams& P, const TileInfo& t, 
             o[nt][3] = o[nt][3] * alpha[1];
           }
         }
-        if (!last) issue_scores(sc_next, n + 1);
+        if constexpr (!decltype(last)::value) issue_scores(sc_next, n + 1);
         if (every_row) interior_exp_sum(r, sc, alpha, m, l, first);
 #pragma unroll
         for (int kk = 0; kk < 4; ++kk) {
@@ -474,6 +556,13 @@ __device__ __forceinline__ void consume(const AttnParams& P, const TileInfo& t, 
         wgmma_commit();
         pending_stage = s;
         ++n;
+      },
+      [&] {  // (walk's settle)
+        wgmma_wait<0>();
+#pragma unroll
+        for (int nt = 0; nt < 8; ++nt)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) asm volatile("" : "+f"(sc_next[nt][e])::"memory");
       },
       [&] {  // the segment's partial, folded into the row's total in segment order
         wgmma_wait<0>();
