@@ -186,17 +186,23 @@ __device__ __forceinline__ int interior_run_end(const AttnParams& P, const TileI
 }
 
 // Producer and consumers walk the same sequence of segments and sub-blocks: start(c) at each
-// segment, enter() before the first sub-block of a hull that has one, visit(sb0, from_new, last,
-// interior) per sub-block of the hull, finish() at its end. `last` and `interior` are compile-time
-// std::bool_constant values: the hull's last sub-block is visited outside the loop (last: the loop's
-// visits then hold no test of it and no path of the last one, the next scores not issued). With
-// kInteriorRuns (the consumers), a segment whose first sub-blocks are an interior run (interior_run
-// for warpgroup wg, from the hull's first sub-block) visits them in a loop of its own (interior: the
-// visit's masked paths compiled out), then the rest in the general loop. settle() (wgmma_wait<0>,
-// the scores' registers pinned) runs on both paths before they meet at the general loop: no wgmma
-// is then in flight where the compiler copies registers from one path's to the other's (with the
-// scores in flight those copies made ptxas serialise every wgmma, C7514); the general loop's first
-// visit waits for the same products and scores anyway. The producer walks one loop.
+// segment, visit(sb0, from_new, last, interior) per sub-block of its hull, finish() at its end.
+// Two forms, the same sequence. Without kInteriorRuns (the producer; the consumers at head_dim
+// 128) one loop, `last` a run-time bool (the hull's last sub-block), interior std::false_type.
+// With kInteriorRuns (the consumers at head_dim 64): enter() first (the segment's first scores),
+// then the interior run (interior_run_end for warpgroup wg, from the hull's first sub-block) in a
+// loop of its own (interior std::true_type: the visit's masked paths compiled out), the rest in a
+// second loop and the last sub-block apart (`last` std::true_type / std::false_type: no test of
+// it in the loops, which issue the next scores unconditionally). settle() (wgmma_wait<0>, the
+// scores' registers pinned) runs on both paths before they meet at the second loop: no wgmma is
+// then in flight where the compiler copies registers from one path's to the other's (with the
+// scores in flight those copies made ptxas serialise every wgmma, C7514); the second loop's first
+// visit waits for the same products and scores anyway.
+// A walk's flag, run-time (bool) or compile-time (std::bool_constant).
+__device__ __forceinline__ bool flag_value(bool v) { return v; }
+template <bool V>
+__device__ __forceinline__ constexpr bool flag_value(std::bool_constant<V>) { return V; }
+
 template <bool kFixedSplit, bool kInteriorRuns, typename Start, typename Enter, typename Visit, typename Settle,
           typename Finish>
 __device__ __forceinline__ void walk(const AttnParams& P, const TileInfo& t, int wg, int pmin1, Start start,
@@ -204,11 +210,11 @@ __device__ __forceinline__ void walk(const AttnParams& P, const TileInfo& t, int
   for (int c = 0; c < t.nseg; ++c) {
     start(c);
     const SegRange h = segment_hull<kFixedSplit>(P, t, c);
-    if (h.begin < h.end) {
-      const int first = int(h.begin) / kAttnKeys * kAttnKeys, last = int(h.end - 1) / kAttnKeys * kAttnKeys;
-      int sb0 = first;
-      if constexpr (kInteriorRuns) {
+    if constexpr (kInteriorRuns) {
+      if (h.begin < h.end) {
+        const int first = int(h.begin) / kAttnKeys * kAttnKeys, last = int(h.end - 1) / kAttnKeys * kAttnKeys;
         const int i1 = interior_run_end<kFixedSplit>(P, t, wg, pmin1, c, first, last);
+        int sb0 = first;
         // (enter() and settle() on each path: where the paths met with the scores in flight, their
         // registers were copied from one path's to the other's, C7514)
         if (i1 > first) {
@@ -219,11 +225,13 @@ __device__ __forceinline__ void walk(const AttnParams& P, const TileInfo& t, int
           enter();
           settle();
         }
-      } else {
-        enter();
+        for (; sb0 < last; sb0 += kAttnKeys) visit(sb0, h.from_new, std::false_type{}, std::false_type{});
+        visit(last, h.from_new, std::true_type{}, std::false_type{});
       }
-      for (; sb0 < last; sb0 += kAttnKeys) visit(sb0, h.from_new, std::false_type{}, std::false_type{});
-      visit(last, h.from_new, std::true_type{}, std::false_type{});
+    } else {
+      for (int64_t sb0 = h.begin < h.end ? h.begin / kAttnKeys * kAttnKeys : h.end; sb0 < h.end; sb0 += kAttnKeys) {
+        visit(sb0, h.from_new, sb0 + kAttnKeys >= h.end, std::false_type{});
+      }
     }
     finish();
   }
@@ -302,6 +310,13 @@ __device__ __forceinline__ void consume(const AttnParams& P, const TileInfo& t, 
                                         uint32_t full, uint32_t empty) {
   using L = PrefillLayout<HD>;
   constexpr int CH = HD / 8, NTD = HD / 8;
+  // Interior runs at head_dim 64 only. At 128 the run's visit needs its exponentials' arguments
+  // pinned above the next scores' issue (unpinned, ptxas serialised every wgmma, C7514), and with
+  // the pin the walk spilled 36-52 bytes; with the tile's values in shared memory instead it built
+  // clean, and took 0.94x main's time in default mode at chunk 4096 but 1.03-1.07x in invariant
+  // mode (H100). The peeled walk alone at 128 measured 0.99-1.03x on the H200 (mixed rows up to
+  // 1.04x): head_dim 128 keeps the one-loop walk (notes/prefill-time.md, 2026-12-06).
+  constexpr bool kInteriorRuns = HD == 64;
   // wg through lane 0: the compiler then knows it is the same in the whole warp and keeps what is
   // computed from it (the shared-memory descriptors below) in uniform registers, as wgmma reads them.
   const int tid = threadIdx.x, wg = __shfl_sync(0xffffffffu, tid / 128, 0), lane = tid & 31, warp = (tid / 32) & 3;
@@ -358,6 +373,7 @@ __device__ __forceinline__ void consume(const AttnParams& P, const TileInfo& t, 
   // next segment's fold (the first segment's totals are formed in registers).
   auto total = [&](int nt) -> float4& { return reinterpret_cast<float4*>(totals)[nt * kConsumerThreads + tid]; };
   int n = 0, pending_stage = -1;
+  bool scores_issued = false;  // (one-loop walk) this sub-block's scores were issued under the last softmax
   uint32_t a[4][4];  // P (bf16 pairs), the A operand of the P V products: read until they retire
   // After wgmma_wait: o is final for the last issued P V products; their stage goes back to the
   // producer.
@@ -426,12 +442,7 @@ __device__ __forceinline__ void consume(const AttnParams& P, const TileInfo& t, 
     }
   };
   bool first_segment = true, last_segment = false;
-  // Interior runs at head_dim 64 only. At 128 the run's visit needs its exponentials' arguments
-  // pinned above the next scores' issue (unpinned, ptxas serialised every wgmma, C7514), and with
-  // the pin the walk spilled 36-52 bytes; with the tile's values in shared memory instead it built
-  // clean, and took 0.94x main's time in default mode at chunk 4096 but 1.03-1.07x in invariant
-  // mode (H100, notes/prefill-time.md 2026-12-06).
-  walk<kFixedSplit, HD == 64>(
+  walk<kFixedSplit, kInteriorRuns>(
       P, t, wg, int(t.p_min) + 1,
       [&](int c) {
         first_segment = c == 0;
@@ -456,13 +467,19 @@ __device__ __forceinline__ void consume(const AttnParams& P, const TileInfo& t, 
           m[h] = l[h] = 0.0f;
           first[h] = true;
         }
-        // o zeroed by volatile moves, which stay before the segment's first scores' issue below
-        // (plain stores may be moved past it, and an accumulator defined while a wgmma is in flight
-        // makes ptxas serialise every wgmma, C7515).
+        // With interior runs, o zeroed by volatile moves, which stay before the segment's first
+        // scores' issue (enter): plain stores may be moved past it, and an accumulator defined
+        // while a wgmma is in flight makes ptxas serialise every wgmma (C7515).
 #pragma unroll
         for (int nt = 0; nt < NTD; ++nt)
 #pragma unroll
-          for (int e = 0; e < 4; ++e) asm volatile("mov.b32 %0, 0;" : "=f"(o[nt][e]));
+          for (int e = 0; e < 4; ++e) {
+            if constexpr (kInteriorRuns) {
+              asm volatile("mov.b32 %0, 0;" : "=f"(o[nt][e]));
+            } else {
+              o[nt][e] = 0.0f;
+            }
+          }
       },
       [&] { issue_scores(sc_next, n); },  // the segment's first scores (the others: a visit ahead)
       [&](int64_t sb0, bool, auto last, auto interior_only) {
@@ -475,8 +492,10 @@ __device__ __forceinline__ void consume(const AttnParams& P, const TileInfo& t, 
         // (In an interior run every row has all the sub-block's keys: no test.)
         constexpr bool kInteriorOnly = decltype(interior_only)::value;
         const int j = int(sb0);
-        bool active[2] = {true, true}, inside = true;
-        if constexpr (!kInteriorOnly) {
+        bool active[2], inside = true;
+        if constexpr (kInteriorOnly) {
+          active[0] = active[1] = true;
+        } else {
 #pragma unroll
           for (int h = 0; h < 2; ++h) {
             const int b = int(rg[h].begin), e = int(rg[h].end);
@@ -485,8 +504,11 @@ __device__ __forceinline__ void consume(const AttnParams& P, const TileInfo& t, 
           }
         }
         // This sub-block's scores: issued under the previous sub-block's softmax (into sc_next),
-        // or at the segment's start. Their wait also retires the previous P V products, whose
-        // stage is released.
+        // or at the segment's start (enter, or here in the one-loop walk). Their wait also retires
+        // the previous P V products, whose stage is released.
+        if constexpr (!kInteriorRuns) {
+          if (!scores_issued) issue_scores(sc_next, n);
+        }
         wgmma_wait<0>();
         // (The scores are read only after the wait: the compiler sees them defined here.)
 #pragma unroll
@@ -496,6 +518,7 @@ __device__ __forceinline__ void consume(const AttnParams& P, const TileInfo& t, 
         retire_values();
         // The next sub-block's scores (same segment) are issued once o is rescaled (ptxas serialises
         // the wgmma if o changes while they are in flight), and run under this one's exponentials.
+        if constexpr (!kInteriorRuns) scores_issued = !flag_value(last);
         const bool was_first[2] = {first[0], first[1]};
         // interior: no score of the warp is masked; every_row: each row has keys here (masked).
         const bool interior = kInteriorOnly || __all_sync(0xffffffffu, inside);
@@ -540,7 +563,7 @@ __device__ __forceinline__ void consume(const AttnParams& P, const TileInfo& t, 
             o[nt][3] = o[nt][3] * alpha[1];
           }
         }
-        if constexpr (!decltype(last)::value) issue_scores(sc_next, n + 1);
+        if (!flag_value(last)) issue_scores(sc_next, n + 1);
         if (every_row) interior_exp_sum(r, sc, alpha, m, l, first);
 #pragma unroll
         for (int kk = 0; kk < 4; ++kk) {
