@@ -1,9 +1,11 @@
 // Kernels of the prefill-ceiling rows (prefill_ceiling.h): the wgmma prefill's visit with only its
 // matrix products, in the order attention_prefill.cu issues them, on one K / V tile that stays in
 // shared memory, or (the copies rung) on K and V copied through the prefill's ring by a producer
-// warpgroup; on that, the softmax rung makes P by the prefill's interior softmax, and the folds
-// rungs end a segment every 4 visits. Timing only: no reference, nonsense outputs. Built for sm_90a
-// only (wgmma); elsewhere the launch fails and the rows report it.
+// warpgroup; on that, the softmax rung makes P by the prefill's interior softmax (optionally with
+// the prefill's masked paths beside it, never taken), the folds rungs end a segment every 4 visits
+// (folded by the consumers or the producer warpgroup, or dropped: drains), and the softmax rung
+// also runs as many short blocks (item_visits). Timing only: no reference, nonsense outputs. Built
+// for sm_90a only (wgmma); elsewhere the launch fails and the rows report it.
 #include "bench/cuda/prefill_ceiling.h"
 
 #include <cuda_runtime.h>
@@ -112,19 +114,36 @@ __device__ __forceinline__ void ceiling_produce(const uint16_t* k_src, const uin
 }
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)  // (wgmma_wait exists only there)
-// The folds rung's segment end (the prefill's finish and next start): the products retired, the
-// segment's partial folded into the rows' totals by the prefill's own fold_segment_partial (every
-// row folds: all are interior), the totals to shared memory, the row state and o reset. o is zeroed
-// by volatile moves, as at the kernel's start (no wgmma is in flight here; plain stores may be
-// moved past the next scores' issue).
-template <int NTD, int kConsumerThreads>
-__device__ __forceinline__ void fold_segment(float (&o)[NTD][4], float (&m)[2], float (&l)[2], bool (&first)[2],
-                                             float (&tot_m)[2], float (&tot_l)[2], bool (&has_total)[2],
-                                             float4* totals, bool first_segment) {
+// A segment end's first and last steps in the folds rungs: the products retired (o final; no wgmma
+// in flight after), and the next segment started from zeros (o by volatile moves, as at the
+// kernel's start: plain stores may be moved past the next scores' issue).
+template <int NTD>
+__device__ __forceinline__ void retire_products(float (&o)[NTD][4]) {
   cuda::wgmma_wait<0>();
   float(&of)[NTD * 4] = reinterpret_cast<float(&)[NTD * 4]>(o);
 #pragma unroll
   for (int i = 0; i < NTD * 4; ++i) asm volatile("" : "+f"(of[i])::"memory");
+}
+template <int NTD>
+__device__ __forceinline__ void reset_segment(float (&o)[NTD][4], float (&m)[2], float (&l)[2], bool (&first)[2]) {
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    m[h] = l[h] = 0.0f;
+    first[h] = true;
+  }
+  float(&of)[NTD * 4] = reinterpret_cast<float(&)[NTD * 4]>(o);
+#pragma unroll
+  for (int i = 0; i < NTD * 4; ++i) asm volatile("mov.b32 %0, 0;" : "=f"(of[i]));
+}
+
+// The folds rung's segment end (the prefill's finish and next start): the products retired, the
+// segment's partial folded into the rows' totals by the prefill's own fold_segment_partial (every
+// row folds: all are interior), the totals to shared memory, the row state and o reset.
+template <int NTD, int kConsumerThreads>
+__device__ __forceinline__ void fold_segment(float (&o)[NTD][4], float (&m)[2], float (&l)[2], bool (&first)[2],
+                                             float (&tot_m)[2], float (&tot_l)[2], bool (&has_total)[2],
+                                             float4* totals, bool first_segment) {
+  retire_products(o);
   const int tid = int(threadIdx.x);
   float ot[NTD][4];
   const bool folds[2] = {true, true};
@@ -134,13 +153,7 @@ __device__ __forceinline__ void fold_segment(float (&o)[NTD][4], float (&m)[2], 
   for (int nt = 0; nt < NTD; ++nt) {
     totals[nt * kConsumerThreads + tid] = make_float4(ot[nt][0], ot[nt][1], ot[nt][2], ot[nt][3]);
   }
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    m[h] = l[h] = 0.0f;
-    first[h] = true;
-  }
-#pragma unroll
-  for (int i = 0; i < NTD * 4; ++i) asm volatile("mov.b32 %0, 0;" : "=f"(of[i]));
+  reset_segment(o, m, l, first);
 }
 
 // The producer-folds rung: a segment's fold taken off the consumers' chain. At a segment end a
@@ -157,10 +170,7 @@ template <int NTD>
 __device__ __forceinline__ void hand_partial(float (&o)[NTD][4], float (&m)[2], float (&l)[2], bool (&first)[2],
                                              int segment, int wg, uint32_t partial_bars, float4* partial,
                                              float4* rows) {
-  cuda::wgmma_wait<0>();
-  float(&of)[NTD * 4] = reinterpret_cast<float(&)[NTD * 4]>(o);
-#pragma unroll
-  for (int i = 0; i < NTD * 4; ++i) asm volatile("" : "+f"(of[i])::"memory");
+  retire_products(o);
   const uint32_t pfull = partial_bars + 8 * wg, pempty = partial_bars + 16 + 8 * wg;
   cuda::mbar_wait(pempty, wg == 0 ? (uint32_t(segment) & 1u) ^ 1u : uint32_t(segment) & 1u);
   const int t = int(threadIdx.x) & 127;
@@ -168,13 +178,7 @@ __device__ __forceinline__ void hand_partial(float (&o)[NTD][4], float (&m)[2], 
   for (int nt = 0; nt < NTD; ++nt) partial[nt * 128 + t] = make_float4(o[nt][0], o[nt][1], o[nt][2], o[nt][3]);
   if ((t & 3) == 0) rows[t >> 2] = make_float4(m[0], m[1], l[0], l[1]);
   cuda::mbar_arrive(pfull);  // (release: the stores above are seen by the producer's acquiring wait)
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    m[h] = l[h] = 0.0f;
-    first[h] = true;
-  }
-#pragma unroll
-  for (int i = 0; i < NTD * 4; ++i) asm volatile("mov.b32 %0, 0;" : "=f"(of[i]));
+  reset_segment(o, m, l, first);
 }
 
 // The producer's side: warpgroup w's partial of segment k folded into its totals (producer thread
@@ -237,17 +241,8 @@ __device__ __forceinline__ void fold_partial(int segment, int w, uint32_t partia
 // reset (as fold_segment less the fold).
 template <int NTD>
 __device__ __forceinline__ void drop_partial(float (&o)[NTD][4], float (&m)[2], float (&l)[2], bool (&first)[2]) {
-  cuda::wgmma_wait<0>();
-  float(&of)[NTD * 4] = reinterpret_cast<float(&)[NTD * 4]>(o);
-#pragma unroll
-  for (int i = 0; i < NTD * 4; ++i) asm volatile("" : "+f"(of[i])::"memory");
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    m[h] = l[h] = 0.0f;
-    first[h] = true;
-  }
-#pragma unroll
-  for (int i = 0; i < NTD * 4; ++i) asm volatile("mov.b32 %0, 0;" : "=f"(of[i]));
+  retire_products(o);
+  reset_segment(o, m, l, first);
 }
 #endif
 

@@ -232,7 +232,7 @@ TEST_F(SassTools, ShowsWhyARegisterIsLiveAndWhoWritesIt) {
 }
 
 // --region consumer: from setmaxnreg's TRY_ALLOC on, not the producer's code after DEALLOC; the
-// whole kernel's peak is the producer's. R1 is live at the split only through the branch (its
+// whole kernel's peak is the producer's (--region producer: that code alone). R1 is live at the split only through the branch (its
 // target from the offset's low byte).
 TEST_F(SassTools, KeepsToTheConsumerRegion) {
   const Outcome all = tool("k_split --live");
@@ -249,6 +249,13 @@ TEST_F(SassTools, KeepsToTheConsumerRegion) {
             std::string::npos)
       << consumer.out;
   EXPECT_NE(consumer.out.find("live at 0x0090: R0-R1"), std::string::npos) << consumer.out;
+  // --region producer: what DEALLOC reaches (0x40-0x80), whose registers must fit the count it keeps.
+  const Outcome producer = tool("k_split --region producer --live");
+  ASSERT_EQ(producer.code, 0) << producer.err;
+  EXPECT_NE(producer.out.find("k_split: 5 instructions, highest register written R21, peak 3 live registers"),
+            std::string::npos)
+      << producer.out;
+  EXPECT_NE(producer.out.find("live at 0x0070: R0 R20-R21"), std::string::npos) << producer.out;
 }
 
 // An older nvdisasm refuses the header: the error says to try --old-header, which rewrites it in
