@@ -19,7 +19,11 @@
 //     folded in index order (fold_scales) into totals kept in shared memory between segments; the
 //     outputs bf16(total / l) by OutputRow (the row's reciprocal once, __fdiv_rn's bits).
 // Both warpgroups visit the same sub-blocks (the hull of the tile's key ranges per segment); a
-// row outside a sub-block's keys gets alpha = 1 and P = 0, as in the 64-row kernel's warps. Two
+// row outside a sub-block's keys gets alpha = 1 and P = 0, as in the 64-row kernel's warps. At
+// head_dim 64 a segment's leading sub-blocks that every row sees whole are visited in a loop of
+// their own without the masked paths (walk's interior runs: the code of paths a loop never takes
+// cost it 1.1-1.25x, notes/prefill-time.md 2026-12-06); at 128 that loop does not fit the
+// registers yet, and the walk is one loop. Two
 // instantiations per head dim: for a fixed split size (every invariant plan; a segment's ranges are
 // one multiply and a min, fixed_split_range) and for the others (split counts, separate new keys).
 // Overlap: the two warpgroups run unsynchronised (only the ring's mbarriers order them), so one's
