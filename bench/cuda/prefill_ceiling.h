@@ -56,13 +56,14 @@ struct CeilingShape {
 
 // Whether launch_prefill_ceiling has a kernel for the shape (64 or 128 for each of head_dim and
 // keys with 1 or 2 warpgroups; 3 warpgroups at head_dim 128 with 64 keys only; copies, with or
-// without the softmax (and with it, folds every 4 visits or none, by the consumers, the producer or nobody),
-// with 64 keys and 2 warpgroups).
+// without the softmax, with 64 keys and 2 warpgroups; with the softmax: the masked paths, folds
+// every 4 visits by the consumers (ahead or not, staggered or not), the producer (ahead or not) or
+// nobody (ahead or not, staggered or not), drains every 8 or 32, any item_visits without folds).
 bool has_prefill_ceiling(const CeilingShape& shape);
 // Launches `blocks` blocks (one block holds an SM), each warpgroup `visits` visits (the shape's
-// item_visits, not these, choose the kernel);
-// `sink` receives a value only if the outputs fold to one that they never give (so nothing is
-// dropped). False on a launch error or a shape without a kernel.
+// item_visits does not choose the kernel: the caller sizes blocks and visits by it); `sink`
+// receives a value only if the outputs fold to one that they never give (so nothing is dropped).
+// False on a launch error or a shape without a kernel.
 bool launch_prefill_ceiling(void* stream, const CeilingShape& shape, int blocks, int visits, float* sink);
 // The multiply-add work of one launch in FLOP (2 per multiply-add): QK^T and PV of each visit.
 double prefill_ceiling_flops(const CeilingShape& shape, int blocks, int visits);
