@@ -426,13 +426,9 @@ __global__ void __launch_bounds__(CeilingLayout<HD, KEYS, WG, kCopies, (kFoldEve
         r = cuda::interior_max(scale, sc, alpha, m, first);
         cuda::interior_exp_arguments(r, sc, x);
       } else if (every_row) {
-        const cuda::SegRange rg{0, int64_t(edge_visit) * KEYS + KEYS / 2, false};
-        int lo, hi;
-        cuda::softmax_columns(int64_t(v) * KEYS, rg, &lo, &hi);
-#pragma unroll
-        for (int nt = 0; nt < 8; ++nt)
-#pragma unroll
-          for (int e = 0; e < 4; ++e) x[nt][e] = cuda::softmax_masked(sc[nt][e], nt * 8 + (tid & 3) * 2 + (e & 1), lo, hi);
+        const int64_t end = int64_t(edge_visit) * KEYS + KEYS / 2;
+        const cuda::SegRange rg[2] = {{0, end, false}, {0, end, false}};
+        cuda::mask_outside_ranges(int64_t(v) * KEYS, rg, sc, x);
         r = cuda::interior_max(scale, x, alpha, m, first);
         cuda::interior_exp_arguments(r, x, x);
       } else {
@@ -562,6 +558,7 @@ constexpr Kernel kKernels[] = {
     SEGMENT_ENDS(128, true, FoldBy::producer),  SEGMENT_ENDS(64, true, FoldBy::producer),
     SEGMENT_ENDS(128, false, FoldBy::nobody),   SEGMENT_ENDS(64, false, FoldBy::nobody),
     SEGMENT_ENDS(128, true, FoldBy::nobody),    SEGMENT_ENDS(64, true, FoldBy::nobody),
+#undef SEGMENT_ENDS
 #define STAGGERED(HD, BY) {{HD, 64, 2, true, true, 4, false, BY, true}, launch<HD, 64, 2, true, true, 4, false, BY, true>}
     STAGGERED(128, FoldBy::consumers), STAGGERED(64, FoldBy::consumers),
     STAGGERED(128, FoldBy::nobody),    STAGGERED(64, FoldBy::nobody),
@@ -572,7 +569,6 @@ constexpr Kernel kKernels[] = {
 #define EDGES(HD) {{HD, 64, 2, true, true, 0, false, FoldBy::consumers, false, 0, true}, launch<HD, 64, 2, true, true, 0, false, FoldBy::consumers, false, true>}
     EDGES(128), EDGES(64),
 #undef EDGES
-#undef SEGMENT_ENDS
 };
 const Kernel* find_kernel(const CeilingShape& s) {
   for (const Kernel& k : kKernels) {

@@ -291,24 +291,6 @@ __device__ __forceinline__ void produce(const AttnParams& P, const TileInfo& t, 
   while (handed < n) hand_over();
 }
 
-// The scores `in` with columns outside each row's key range replaced by -inf (softmax_masked), into
-// `out`.
-__device__ __forceinline__ void mask_outside_ranges(int64_t sb0, const SegRange (&rg)[2], const float (&in)[8][4],
-                                                    float (&out)[8][4]) {
-  const int lane = threadIdx.x & 31;
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    int lo, hi;
-    softmax_columns(sb0, rg[h], &lo, &hi);
-#pragma unroll
-    for (int nt = 0; nt < 8; ++nt)
-#pragma unroll
-      for (int e = 0; e < 2; ++e) {
-        out[nt][2 * h + e] = softmax_masked(in[nt][2 * h + e], nt * 8 + (lane & 3) * 2 + e, lo, hi);
-      }
-  }
-}
-
 template <int HD, bool kPlanted, bool kFixedSplit>
 __device__ __forceinline__ void consume(const AttnParams& P, const TileInfo& t, int g, uint32_t base, float* totals,
                                         uint32_t full, uint32_t empty) {

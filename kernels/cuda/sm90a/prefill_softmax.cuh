@@ -14,7 +14,7 @@ namespace samebits::cuda {
 // kernel bit for bit), in fewer instructions per score, in two phases so that the caller can
 // rescale o (by alpha, known after the first) before it issues the next wgmma.
 //  - Masking only where a row's range ends or begins inside the sub-block (the causal diagonal, a
-//    segment's edges: mask_outside_ranges in attention_prefill.cu), as attend_softmax masks: -inf
+//    segment's edges: mask_outside_ranges below), as attend_softmax masks: -inf
 //    in place of the score. With every row active, attend_softmax's per-row choices (alpha 1 and
 //    the state kept for an inactive row) never apply; a warp with a row that has no key in the
 //    sub-block takes attend_softmax. (Masked this way, the diagonal sub-blocks took 0.93-0.97x the time of a
@@ -24,6 +24,25 @@ namespace samebits::cuda {
 //    attend_softmax's per-score select (s != -inf ? exp2(fma(s, scale, -m_new)) : 0). Same bits:
 //    s = -inf gives -inf (mu finite or +inf), whose attn_exp2 is +0; m_new = -inf means no score
 //    above -inf, so s is -inf (exp2(-inf) = +0) or NaN (NaN either way).
+// The scores `in` with columns outside each row's key range replaced by -inf (softmax_masked), into
+// `out`: a sub-block where every row has keys, some not all (the prefill's masked path before
+// interior_max).
+__device__ __forceinline__ void mask_outside_ranges(int64_t sb0, const SegRange (&rg)[2], const float (&in)[8][4],
+                                                    float (&out)[8][4]) {
+  const int lane = threadIdx.x & 31;
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    int lo, hi;
+    softmax_columns(sb0, rg[h], &lo, &hi);
+#pragma unroll
+    for (int nt = 0; nt < 8; ++nt)
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        out[nt][2 * h + e] = softmax_masked(in[nt][2 * h + e], nt * 8 + (lane & 3) * 2 + e, lo, hi);
+      }
+  }
+}
+
 struct InteriorMax {
   float m_new[2], mu[2], scale;
 };
