@@ -19,11 +19,11 @@
 //     folded in index order (fold_scales) into totals kept in shared memory between segments; the
 //     outputs bf16(total / l) by OutputRow (the row's reciprocal once, __fdiv_rn's bits).
 // Both warpgroups visit the same sub-blocks (the hull of the tile's key ranges per segment); a
-// row outside a sub-block's keys gets alpha = 1 and P = 0, as in the 64-row kernel's warps. At
-// head_dim 64 a segment's leading sub-blocks that every row sees whole are visited in a loop of
-// their own without the masked paths (walk's interior runs: the code of paths a loop never takes
-// cost it 1.1-1.25x, notes/prefill-time.md 2026-12-06); at 128 that loop does not fit the
-// registers yet, and the walk is one loop. Two
+// row outside a sub-block's keys gets alpha = 1 and P = 0, as in the 64-row kernel's warps. A
+// segment's leading sub-blocks that every row sees whole are visited in a loop of their own
+// without the masked paths (walk's interior runs: the code of paths a loop never takes cost it
+// 1.1-1.25x, notes/prefill-time.md 2026-12-06), at head_dim 64 and under a fixed split at 128; the
+// split-count instantiation at 128 has not the registers for it, and its walk is one loop. Two
 // instantiations per head dim: for a fixed split size (every invariant plan; a segment's ranges are
 // one multiply and a min, fixed_split_range) and for the others (split counts, separate new keys).
 // Overlap: the two warpgroups run unsynchronised (only the ring's mbarriers order them), so one's
@@ -63,8 +63,8 @@ namespace {
 constexpr int kConsumerThreads = 256;
 constexpr int kThreads = kConsumerThreads + 128;
 // Registers per thread after setmaxnreg: the consumers hold o (HD / 2 floats), two score buffers
-// (32 each), P (16) and Q (HD / 4) besides the row state (at head_dim 128 at the limit for split
-// counts, 8 below it for a fixed split: the build fails on any spill). The block is launched with
+// (32 each), P (16) and Q (HD / 4) besides the row state (at head_dim 128 at the limit, the
+// fixed split's interior runs included: the build fails on any spill). The block is launched with
 // 168 per thread (__launch_bounds__(384, 1)); setmaxnreg.inc waits until the producer's
 // setmaxnreg.dec has released enough of them, so the three must add up to 3 x 168 (more would
 // wait forever).
@@ -191,9 +191,9 @@ __device__ __forceinline__ int interior_run_end(const AttnParams& P, const TileI
 
 // Producer and consumers walk the same sequence of segments and sub-blocks: start(c) at each
 // segment, visit(sb0, from_new, last, interior) per sub-block of its hull, finish() at its end.
-// Two forms, the same sequence. Without kInteriorRuns (the producer; the consumers at head_dim
-// 128) one loop, `last` a run-time bool (the hull's last sub-block), interior std::false_type.
-// With kInteriorRuns (the consumers at head_dim 64): enter() first (the segment's first scores),
+// Two forms, the same sequence. Without kInteriorRuns (the producer; the consumers of split counts
+// at head_dim 128) one loop, `last` a run-time bool (the hull's last sub-block), interior
+// std::false_type. With kInteriorRuns (the other consumers): enter() first (the segment's first scores),
 // then the interior run (interior_run_end for warpgroup wg, from the hull's first sub-block) in a
 // loop of its own (interior std::true_type: the visit's masked paths compiled out), the rest in a
 // second loop and the last sub-block apart (`last` std::true_type / std::false_type: no test of
@@ -292,17 +292,19 @@ __device__ __forceinline__ void produce(const AttnParams& P, const TileInfo& t, 
 }
 
 template <int HD, bool kPlanted, bool kFixedSplit>
-__device__ __forceinline__ void consume(const AttnParams& P, const TileInfo& t, int g, uint32_t base, float* totals,
-                                        uint32_t full, uint32_t empty) {
+__device__ __forceinline__ void consume(const AttnParams& P, const TileInfo& t, const AttnItem* item, int g,
+                                        uint32_t base, float* totals, uint32_t full, uint32_t empty) {
   using L = PrefillLayout<HD>;
   constexpr int CH = HD / 8, NTD = HD / 8;
-  // Interior runs at head_dim 64 only. At 128 the run's visit needs its exponentials' arguments
-  // pinned above the next scores' issue (unpinned, ptxas serialised every wgmma, C7514), and with
-  // the pin the walk spilled 36-52 bytes; with the tile's values in shared memory instead it built
-  // clean, and took 0.94x main's time in default mode at chunk 4096 but 1.03-1.07x in invariant
-  // mode (H100). The peeled walk alone at 128 measured 0.99-1.03x on the H200 (mixed rows up to
-  // 1.04x): head_dim 128 keeps the one-loop walk (notes/prefill-time.md, 2026-12-06).
-  constexpr bool kInteriorRuns = HD == 64;
+  // Interior runs (the walk's loop without the masked paths) everywhere but the split-count
+  // instantiation at head_dim 128. The run's visit needs its exponentials' arguments pinned above
+  // the next scores' issue (unpinned, ptxas serialised every wgmma, C7514); at 128 that costs ~10
+  // registers, found by keeping the rows' positions in one register each for the item and reading
+  // the outputs' tile values again from the work item (below). The split-count instantiation at 128
+  // still spills 40 bytes with runs and keeps the one-loop walk. Invariant mode at 128 with runs:
+  // 0.94-0.97x main's time over cached keys, 0.95x at chunk 4096 (H100, notes/prefill-time.md
+  // 2026-12-06 ~09:10).
+  constexpr bool kInteriorRuns = HD == 64 || kFixedSplit;
   // wg through lane 0: the compiler then knows it is the same in the whole warp and keeps what is
   // computed from it (the shared-memory descriptors below) in uniform registers, as wgmma reads them.
   const int tid = threadIdx.x, wg = __shfl_sync(0xffffffffu, tid / 128, 0), lane = tid & 31, warp = (tid / 32) & 3;
@@ -339,9 +341,14 @@ __device__ __forceinline__ void consume(const AttnParams& P, const TileInfo& t, 
     ldmatrix_x4(qf[kk], q_s + tile_offset(warp * 16 + (lane & 15), 2 * kk + (lane >> 4)));  // as attend_score_keys
   }
 
-  // The two rows' query positions (-1 beyond the tile), computed where needed (each segment's
-  // start) instead of kept in four registers through the walk: ptxas needed ~32 registers fewer at
-  // head_dim 128 for it (with sc_next's redefinition), which is Q's room.
+  // The two rows' query positions, computed at each segment's start (position) instead of kept
+  // in four registers through the walk (as 64-bit values): ptxas needed ~32 registers fewer at
+  // head_dim 128 for it (with sc_next's redefinition), which is Q's room. Where the walk has
+  // interior runs they are kept after all, + 1 (0 beyond the tile) in one 32-bit register each
+  // (pos1): recomputing them kept the tile's cached length, first row and group live through the
+  // walk, which the runs' pinned arguments need at head_dim 128. (In the split-count instantiation
+  // at 128, without runs, pos1 and the outputs' offsets from the work item took 1.01x the time at
+  // chunk 4096 and 1.04x at chunk 256, H100: it keeps this form.)
   // tile_row(h): the item's row (of up to 128) that this lane's row half h holds.
   auto tile_row = [&](int h) { return 64 * wg + warp * 16 + (lane >> 2) + h * 8; };
   bool in_tile[2];
@@ -351,6 +358,11 @@ __device__ __forceinline__ void consume(const AttnParams& P, const TileInfo& t, 
   };
 #pragma unroll
   for (int h = 0; h < 2; ++h) in_tile[h] = tile_row(h) < t.nrows;
+  int pos1[2];
+  if constexpr (kInteriorRuns) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) pos1[h] = int(position(h)) + 1;
+  }
   float o[NTD][4];
   float tot_m[2] = {0.0f, 0.0f}, tot_l[2] = {0.0f, 0.0f}, m[2] = {0.0f, 0.0f}, l[2] = {0.0f, 0.0f};
   bool has_total[2] = {false, false}, first[2] = {true, true};  // (set again at each segment's start)
@@ -403,12 +415,22 @@ __device__ __forceinline__ void consume(const AttnParams& P, const TileInfo& t, 
   // The outputs bf16(total / l), from the last fold's registers. A row with a value outside
   // OutputRow's range is written again by __fdiv_rn (rare: a loop, not unrolled) from the totals,
   // stored to shared memory for it (a dynamic index into registers would go to local memory).
+  // Where the walk has interior runs, the tile's query start, group and first row are read again
+  // from the work item in shared memory for the outputs: TileInfo's copies would stay live through
+  // the walk for this one use.
+  auto output_offset = [&](int h) -> int64_t {
+    if constexpr (kInteriorRuns) {
+      return query_row_offset(P, P.query_start[item->seq], g, P.num_q_heads / P.num_kv_heads,
+                              item->row0 + tile_row(h), HD);
+    } else {
+      return query_row_offset(P, t.qs, g, t.group, t.row0 + tile_row(h), HD);
+    }
+  };
   auto write_outputs = [&](const float(&ot)[NTD][4]) {
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       if (!in_tile[h] || !has_total[h]) continue;
-      bf16* dst =
-          P.out + query_row_offset(P, t.qs, g, t.group, t.row0 + tile_row(h), HD);
+      bf16* dst = P.out + output_offset(h);
       OutputRow row(tot_l[h]);
 #pragma unroll
       for (int nt = 0; nt < NTD; ++nt) {
@@ -446,9 +468,9 @@ __device__ __forceinline__ void consume(const AttnParams& P, const TileInfo& t, 
         for (int h = 0; h < 2; ++h) {
           // (a row beyond the tile, position -1, gets an empty range either way)
           if constexpr (kFixedSplit) {
-            rg[h] = fixed_split_range(P.split_size, position(h) + 1, c);
+            rg[h] = fixed_split_range(P.split_size, kInteriorRuns ? pos1[h] : position(h) + 1, c);
           } else {
-            rg[h] = segment_range(P, t.reads_new, t.cached, position(h), c);
+            rg[h] = segment_range(P, t.reads_new, t.cached, kInteriorRuns ? pos1[h] - 1 : position(h), c);
           }
           m[h] = l[h] = 0.0f;
           first[h] = true;
@@ -625,7 +647,7 @@ __global__ void __launch_bounds__(kThreads, 1) attention_prefill_kernel(AttnPara
   } else {
     asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kConsumerRegs));
     float* totals = reinterpret_cast<float*>(smem_raw + (base - smem_addr(smem_raw)) + L::kTotals);
-    consume<HD, kPlanted, kFixedSplit>(P, t, g, base, totals, full, empty);
+    consume<HD, kPlanted, kFixedSplit>(P, t, found, g, base, totals, full, empty);
   }
 #endif
 }
