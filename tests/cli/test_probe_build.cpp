@@ -107,8 +107,13 @@ TEST(ProbeBuild, ShippedProbesApplyToTheirBase) {
     if (entry.path().extension() != ".patch") continue;
     const std::string first = read_text(entry.path().string()).substr(0, 46);
     ASSERT_EQ(first.rfind("Base: ", 0), 0u) << entry.path();
-    const Outcome has = run_command("git cat-file -e " + first.substr(6) + "^{commit}");
-    if (has.code != 0) GTEST_SKIP() << "this clone lacks " << first.substr(6);
+    // (the full 40-digit commit: a short one put the next lines into the command below, which
+    // then failed and skipped the test)
+    const std::string base = first.substr(6);
+    ASSERT_EQ(base.find_first_not_of("0123456789abcdef"), std::string::npos)
+        << entry.path() << ": line 1 must name the base's full 40-digit commit";
+    const Outcome has = run_command("git cat-file -e " + base + "^{commit}");
+    if (has.code != 0) GTEST_SKIP() << "this clone lacks " << base;
     const Outcome o = run_command("bench/cuda/probes/build.sh --check " + temp_path("probe-out") + " " +
                                   entry.path().string());
     EXPECT_EQ(o.code, 0) << entry.path() << ": " << o.err;

@@ -53,6 +53,7 @@
 #include "kernels/cuda/attention_worklist.cuh"
 #include "kernels/cuda/cuda_common.h"
 #include "kernels/cuda/linear_common.cuh"
+#include "kernels/cuda/sm90a/prefill_interior_run.h"
 #include "kernels/cuda/sm90a/prefill_softmax.cuh"
 #include "kernels/cuda/sm90a/tma_ops.cuh"
 #include "kernels/cuda/sm90a/wgmma_ops.cuh"
@@ -158,35 +159,29 @@ __device__ __forceinline__ SegRange segment_hull(const AttnParams& P, const Tile
 }
 
 // The sub-blocks of segment c inside every row's key range, for a warpgroup whose rows are all in
-// the tile (else none): [ceil64(begin of p_max's range), floor64(end of p_min's range)), within
-// [first, last) (the hull's last sub-block is visited apart), kept only where it starts at first.
-// Every row of the tile sees every key of these (begins and ends of non-empty ranges never
-// decrease with the position, kernels/plan.h, and p_min's range non-empty makes every later one
-// non-empty), so each warp would take the interior softmax there anyway: the walk visits them in a
-// loop of their own whose visit has no other path. (A never-taken masked path in the
-// prefill-ceiling rows' visit loop cost it 1.18-1.25x the time at head_dim 128:
+// the tile (else none), and p_min's range non-empty (else none): interior_run_end_of
+// (prefill_interior_run.h, checked on the host against every row's range) from the end of p_min's
+// range and the begin of p_max's. Each warp would take the interior softmax there anyway: the
+// walk visits them in a loop of their own whose visit has no other path. (A never-taken masked
+// path in the prefill-ceiling rows' visit loop cost it 1.18-1.25x the time at head_dim 128:
 // notes/prefill-time.md, 2026-12-06.) Under a fixed split every non-empty range of c begins at
 // c * split and p_min's ends at min(p_min + 1, c * split + split): p_min + 1 (pmin1) is all it
-// needs. Returns the run's end, first for none. (Key positions fit 32 bits: context_lens are
-// int32.)
+// needs. (Key positions fit 32 bits: context_lens are int32.)
+static_assert(kInteriorRunKeys == kAttnKeys, "the interior run counts the walk's sub-blocks");
 template <bool kFixedSplit>
 __device__ __forceinline__ int interior_run_end(const AttnParams& P, const TileInfo& t, int wg, int pmin1, int c,
                                                 int first, int last) {
   if (64 * wg + 63 >= t.nrows) return first;
-  int64_t b, e;
   if constexpr (kFixedSplit) {
     const int64_t begin = int64_t(c) * P.split_size;
     if (pmin1 <= begin) return first;
-    b = (begin + kAttnKeys - 1) / kAttnKeys * kAttnKeys;
-    e = min(int64_t(pmin1), begin + P.split_size) / kAttnKeys * kAttnKeys;
+    return interior_run_end_of(min(int64_t(pmin1), begin + P.split_size), begin, first, last);
   } else {
     const SegRange lo = segment_range(P, t.reads_new, t.cached, t.p_min, c);
     if (lo.begin >= lo.end) return first;
     const SegRange hi = segment_range(P, t.reads_new, t.cached, t.p_max, c);
-    b = (hi.begin + kAttnKeys - 1) / kAttnKeys * kAttnKeys;
-    e = lo.end / kAttnKeys * kAttnKeys;
+    return interior_run_end_of(lo.end, hi.begin, first, last);
   }
-  return b == first && b < e ? int(min(e, int64_t(last))) : first;
 }
 
 // Producer and consumers walk the same sequence of segments and sub-blocks: start(c) at each
