@@ -22,8 +22,8 @@
 // row outside a sub-block's keys gets alpha = 1 and P = 0, as in the 64-row kernel's warps. A
 // segment's leading sub-blocks that every row sees whole are visited in a loop of their own
 // without the masked paths (walk's interior runs: the code of paths a loop never takes cost it
-// 1.1-1.25x, notes/prefill-time.md 2026-12-06), at head_dim 64 and under a fixed split at 128; the
-// split-count instantiation at 128 has not the registers for it, and its walk is one loop. Two
+// 1.1-1.25x, notes/prefill-time.md 2026-12-06); the split-count instantiation at head_dim 128 finds
+// the registers for them by reading the tile's values from a shared-memory copy. Two
 // instantiations per head dim: for a fixed split size (every invariant plan; a segment's ranges are
 // one multiply and a min, fixed_split_range) and for the others (split counts, separate new keys).
 // Overlap: the two warpgroups run unsynchronised (only the ring's mbarriers order them), so one's
@@ -102,9 +102,11 @@ __device__ __forceinline__ uint32_t tile_offset(int row, int chunk) {
   return uint32_t((chunk >> 3) * 8192) + swizzled(row, chunk & 7, 8);
 }
 
+// Positions and offsets in 32 bits: context_lens and query_start are int32 (64-bit fields took the
+// registers that the split-count walk at head_dim 128 needs for its interior runs).
 struct TileInfo {
   int s, nrows, row0, nseg, group;
-  int64_t qs, cached, context, p_min, p_max;
+  int qs, cached, context, p_min, p_max;
   bool reads_new;
   const int32_t* table;
 };
@@ -153,7 +155,7 @@ __device__ __forceinline__ SegRange segment_hull(const AttnParams& P, const Tile
   const SegRange hi = segment_range(P, t.reads_new, t.cached, t.p_max, c);
   if (hi.begin >= hi.end) return hi;
   SegRange lo = segment_range(P, t.reads_new, t.cached, t.p_min, c);
-  if (lo.begin >= lo.end) lo = segment_range(P, t.reads_new, t.cached, max(t.p_min, int64_t(c)), c);
+  if (lo.begin >= lo.end) lo = segment_range(P, t.reads_new, t.cached, max(t.p_min, c), c);
   const int64_t begin = lo.begin < lo.end ? min(lo.begin, hi.begin) : hi.begin;
   return SegRange{begin, hi.end, hi.from_new};
 }
@@ -186,10 +188,9 @@ __device__ __forceinline__ int interior_run_end(const AttnParams& P, const TileI
 
 // Producer and consumers walk the same sequence of segments and sub-blocks: start(c) at each
 // segment, visit(sb0, from_new, last, interior) per sub-block of its hull, finish() at its end. Two
-// forms, the same sequence. Without kInteriorRuns (the producer; the consumers of split counts at
-// head_dim 128) one loop, `last` a run-time bool (the hull's last sub-block), interior
-// std::false_type. With kInteriorRuns (the other consumers): enter() first (the segment's first
-// scores), then the interior run (interior_run_end for warpgroup wg, from the hull's first
+// forms, the same sequence. Without kInteriorRuns (the producer) one loop, `last` a run-time bool
+// (the hull's last sub-block), interior std::false_type. With kInteriorRuns (the consumers):
+// enter() first (the segment's first scores), then the interior run (interior_run_end for warpgroup wg, from the hull's first
 // sub-block) in a loop of its own (interior std::true_type: the visit's masked paths compiled out),
 // the rest in a second loop and the last sub-block apart (`last` std::true_type / std::false_type:
 // no test of it in the loops, which issue the next scores unconditionally). settle()
@@ -197,10 +198,6 @@ __device__ __forceinline__ int interior_run_end(const AttnParams& P, const TileI
 // loop: no wgmma is then in flight where the compiler copies registers from one path's to the
 // other's (with the scores in flight those copies made ptxas serialise every wgmma, C7514); the
 // second loop's first visit waits for the same products and scores anyway.
-// A walk's flag, run-time (bool) or compile-time (std::bool_constant).
-__device__ __forceinline__ bool flag_value(bool v) { return v; }
-template <bool V>
-__device__ __forceinline__ constexpr bool flag_value(std::bool_constant<V>) { return V; }
 
 template <bool kFixedSplit, bool kInteriorRuns, typename Start, typename Enter, typename Visit, typename Settle,
           typename Finish>
@@ -287,19 +284,23 @@ __device__ __forceinline__ void produce(const AttnParams& P, const TileInfo& t, 
 }
 
 template <int HD, bool kPlanted, bool kFixedSplit>
-__device__ __forceinline__ void consume(const AttnParams& P, const TileInfo& t, const AttnItem* item, int g,
+__device__ __forceinline__ void consume(const AttnParams& P, const TileInfo& t_regs, const AttnItem* item, int g,
                                         uint32_t base, float* totals, uint32_t full, uint32_t empty) {
   using L = PrefillLayout<HD>;
   constexpr int CH = HD / 8, NTD = HD / 8;
-  // Interior runs (the walk's loop without the masked paths) everywhere but the split-count
-  // instantiation at head_dim 128. The run's visit needs its exponentials' arguments pinned above
-  // the next scores' issue (unpinned, ptxas serialised every wgmma, C7514); at 128 that costs ~10
-  // registers, found by keeping the rows' positions in one register each for the item and reading
-  // the outputs' tile values again from the work item (below). The split-count instantiation at 128
-  // still spills 40 bytes with runs and keeps the one-loop walk. Invariant mode at 128 with runs:
-  // 0.94-0.97x main's time over cached keys, 0.95x at chunk 4096 (H100, notes/prefill-time.md
-  // 2026-12-06 ~09:10).
-  constexpr bool kInteriorRuns = HD == 64 || kFixedSplit;
+  // The consumers' walk has interior runs (its loop without the masked paths) in every
+  // instantiation. The run's visit needs its exponentials' arguments pinned above the next scores'
+  // issue (unpinned, ptxas serialised every wgmma, C7514); at head_dim 128 that costs ~10
+  // registers. Under a fixed split they come from keeping the rows' positions in one register each
+  // for the item (pos1) and reading the outputs' tile values again from the work item (below).
+  // The split-count instantiation at 128 (kTileInSmem) needs more (pos1 alone spilled 32-40
+  // bytes): it reads the tile's values from a copy in shared memory, written by each warpgroup's
+  // first thread before the Q barrier, and recomputes the positions at each segment's start.
+  // Time / the one-loop walk's, H100 (notes/prefill-time.md 2026-12-06 ~11:45): default mode at
+  // head_dim 128 0.92-0.97 at chunks >= 1024, 1.02 at chunk 256 and in mixed steps with a 512-token
+  // chunk. Invariant mode at 128 with runs: 0.94-0.97x over cached keys (~09:10).
+  constexpr bool kTileInSmem = HD == 128 && !kFixedSplit;
+  constexpr bool kPositionsKept = !kTileInSmem;
   // wg through lane 0: the compiler then knows it is the same in the whole warp and keeps what is
   // computed from it (the shared-memory descriptors below) in uniform registers, as wgmma reads them.
   const int tid = threadIdx.x, wg = __shfl_sync(0xffffffffu, tid / 128, 0), lane = tid & 31, warp = (tid / 32) & 3;
@@ -311,17 +312,24 @@ __device__ __forceinline__ void consume(const AttnParams& P, const TileInfo& t, 
   // This warpgroup's Q rows (zeros beyond nrows).
   for (int c = tid % 128; c < 64 * CH; c += 128) {
     const int r = c / CH, ch = c % CH, row = 64 * wg + r;
-    const bool valid = row < t.nrows;
+    const bool valid = row < t_regs.nrows;
     const bf16* src = P.q;
     if (valid) {
-      src = P.q + query_row_offset(P, t.qs, g, t.group, t.row0 + row, HD) + ch * 8;
+      src = P.q + query_row_offset(P, t_regs.qs, g, t_regs.group, t_regs.row0 + row, HD) + ch * 8;
     }
     cp_async_16(q_s + tile_offset(r, ch), src, valid);
+  }
+  // (kTileInSmem) The tile's values for the walk, one copy per warpgroup, visible after the Q
+  // barrier below; t_regs serves the Q copies above.
+  __shared__ TileInfo tile_copy[2];
+  if constexpr (kTileInSmem) {
+    if (tid % 128 == 0) tile_copy[wg] = t_regs;
   }
   cp_async_commit();
   cp_async_wait<0>();
   fence_proxy_async();
   named_barrier_sync(1 + wg, 128);
+  const TileInfo& t = kTileInSmem ? tile_copy[wg] : t_regs;
   // Q in registers for the scores' products (mma.sync's A fragments, by ldmatrix): read from
   // shared memory once per item instead of by every sub-block's wgmma (H200: head_dim 64 over
   // cached keys 0.96-0.998x the time in two calls, bench/cuda/notes/prefill.md 2026-12-04). At
@@ -341,9 +349,9 @@ __device__ __forceinline__ void consume(const AttnParams& P, const TileInfo& t, 
   // head_dim 128 for it (with sc_next's redefinition), which is Q's room. Where the walk has
   // interior runs they are kept after all, + 1 (0 beyond the tile) in one 32-bit register each
   // (pos1): recomputing them kept the tile's cached length, first row and group live through the
-  // walk, which the runs' pinned arguments need at head_dim 128. (In the split-count instantiation
-  // at 128, without runs, pos1 and the outputs' offsets from the work item took 1.01x the time at
-  // chunk 4096 and 1.04x at chunk 256, H100: it keeps this form.)
+  // walk, which the runs' pinned arguments need at head_dim 128. The split-count instantiation at
+  // 128 recomputes them from the tile's shared-memory copy (kTileInSmem), whose values take no
+  // registers through the walk.
   // tile_row(h): the item's row (of up to 128) that this lane's row half h holds.
   auto tile_row = [&](int h) { return 64 * wg + warp * 16 + (lane >> 2) + h * 8; };
   bool in_tile[2];
@@ -354,7 +362,7 @@ __device__ __forceinline__ void consume(const AttnParams& P, const TileInfo& t, 
 #pragma unroll
   for (int h = 0; h < 2; ++h) in_tile[h] = tile_row(h) < t.nrows;
   int pos1[2];
-  if constexpr (kInteriorRuns) {
+  if constexpr (kPositionsKept) {
 #pragma unroll
     for (int h = 0; h < 2; ++h) pos1[h] = int(position(h)) + 1;
   }
@@ -366,7 +374,6 @@ __device__ __forceinline__ void consume(const AttnParams& P, const TileInfo& t, 
   // next segment's fold (the first segment's totals are formed in registers).
   auto total = [&](int nt) -> float4& { return reinterpret_cast<float4*>(totals)[nt * kConsumerThreads + tid]; };
   int n = 0, pending_stage = -1;
-  bool scores_issued = false;  // (one-loop walk) this sub-block's scores were issued under the last softmax
   uint32_t a[4][4];  // P (bf16 pairs), the A operand of the P V products: read until they retire
   // After wgmma_wait: o is final for the last issued P V products; their stage goes back to the
   // producer.
@@ -414,7 +421,7 @@ __device__ __forceinline__ void consume(const AttnParams& P, const TileInfo& t, 
   // from the work item in shared memory for the outputs: TileInfo's copies would stay live through
   // the walk for this one use.
   auto output_offset = [&](int h) -> int64_t {
-    if constexpr (kInteriorRuns) {
+    if constexpr (kPositionsKept) {
       return query_row_offset(P, P.query_start[item->seq], g, P.num_q_heads / P.num_kv_heads,
                               item->row0 + tile_row(h), HD);
     } else {
@@ -445,7 +452,7 @@ __device__ __forceinline__ void consume(const AttnParams& P, const TileInfo& t, 
     }
   };
   bool first_segment = true, last_segment = false;
-  walk<kFixedSplit, kInteriorRuns>(
+  walk<kFixedSplit, /*kInteriorRuns=*/true>(
       P, t, wg, int(t.p_min) + 1,
       [&](int c) {
         first_segment = c == 0;
@@ -463,26 +470,20 @@ __device__ __forceinline__ void consume(const AttnParams& P, const TileInfo& t, 
         for (int h = 0; h < 2; ++h) {
           // (a row beyond the tile, position -1, gets an empty range either way)
           if constexpr (kFixedSplit) {
-            rg[h] = fixed_split_range(P.split_size, kInteriorRuns ? pos1[h] : position(h) + 1, c);
+            rg[h] = fixed_split_range(P.split_size, kPositionsKept ? pos1[h] : position(h) + 1, c);
           } else {
-            rg[h] = segment_range(P, t.reads_new, t.cached, kInteriorRuns ? pos1[h] - 1 : position(h), c);
+            rg[h] = segment_range(P, t.reads_new, t.cached, kPositionsKept ? pos1[h] - 1 : position(h), c);
           }
           m[h] = l[h] = 0.0f;
           first[h] = true;
         }
-        // With interior runs, o zeroed by volatile moves, which stay before the segment's first
-        // scores' issue (enter): plain stores may be moved past it, and an accumulator defined
-        // while a wgmma is in flight makes ptxas serialise every wgmma (C7515).
+        // o zeroed by volatile moves, which stay before the segment's first scores' issue (enter):
+        // plain stores may be moved past it, and an accumulator defined while a wgmma is in flight
+        // makes ptxas serialise every wgmma (C7515).
 #pragma unroll
         for (int nt = 0; nt < NTD; ++nt)
 #pragma unroll
-          for (int e = 0; e < 4; ++e) {
-            if constexpr (kInteriorRuns) {
-              asm volatile("mov.b32 %0, 0;" : "=f"(o[nt][e]));
-            } else {
-              o[nt][e] = 0.0f;
-            }
-          }
+          for (int e = 0; e < 4; ++e) asm volatile("mov.b32 %0, 0;" : "=f"(o[nt][e]));
       },
       [&] { issue_scores(sc_next, n); },  // the segment's first scores (the others: a visit ahead)
       [&](int64_t sb0, bool, auto last, auto interior_only) {
@@ -507,11 +508,8 @@ __device__ __forceinline__ void consume(const AttnParams& P, const TileInfo& t, 
           }
         }
         // This sub-block's scores: issued under the previous sub-block's softmax (into sc_next),
-        // or at the segment's start (enter, or here in the one-loop walk). Their wait also retires
-        // the previous P V products, whose stage is released.
-        if constexpr (!kInteriorRuns) {
-          if (!scores_issued) issue_scores(sc_next, n);
-        }
+        // or at the segment's start (enter). Their wait also retires the previous P V products,
+        // whose stage is released.
         wgmma_wait<0>();
         // (The scores are read only after the wait: the compiler sees them defined here.)
 #pragma unroll
@@ -521,7 +519,6 @@ __device__ __forceinline__ void consume(const AttnParams& P, const TileInfo& t, 
         retire_values();
         // The next sub-block's scores (same segment) are issued once o is rescaled (ptxas serialises
         // the wgmma if o changes while they are in flight), and run under this one's exponentials.
-        if constexpr (!kInteriorRuns) scores_issued = !flag_value(last);
         const bool was_first[2] = {first[0], first[1]};
         // interior: no score of the warp is masked; every_row: each row has keys here (masked).
         const bool interior = kInteriorOnly || __all_sync(0xffffffffu, inside);
@@ -566,7 +563,7 @@ __device__ __forceinline__ void consume(const AttnParams& P, const TileInfo& t, 
             o[nt][3] = o[nt][3] * alpha[1];
           }
         }
-        if (!flag_value(last)) issue_scores(sc_next, n + 1);
+        if constexpr (!decltype(last)::value) issue_scores(sc_next, n + 1);
         if (every_row) interior_exp_sum(r, sc, alpha, m, l, first);
 #pragma unroll
         for (int kk = 0; kk < 4; ++kk) {
