@@ -8,6 +8,8 @@
 # BIN_DIR holds gpu_tests, bench_cuda_matmul, bench_cuda_attention, samebits and lib/ (bundled shared
 # libraries, ../shared/tools/bundle-libs). Each step has its own time limit; a failing step does
 # not stop the others. Everything is packed into OUT/results.tgz (one file to copy back from the GPU machine).
+# With bench-attention, OUT/tables.md (and tables.json): issue 9's tables and target verdicts
+# (bench/cuda/one_call_tables.py, with the matmul log and the library reference where they ran).
 # The last lines printed are a short table of the steps' results.
 set -uo pipefail
 bin=$(cd "${1:?BIN_DIR}" && pwd); dest=${2:?OUT}; shift 2
@@ -97,5 +99,13 @@ done
 [[ -f "$out/sdpa_reference.log" ]] && cat "$out/sdpa_reference.log"
 [[ -f "$out/attention_compare.txt" ]] && cat "$out/attention_compare.txt"
 [[ -f "$out/matmul_compare.txt" ]] && cat "$out/matmul_compare.txt"
+if [[ -f "$out/bench_attention.log" ]]; then
+  # Issue 9's tables and each target's verdict from this call's logs (bench/cuda/one_call_tables.py).
+  tables=(python3 "$(dirname "$0")/../bench/cuda/one_call_tables.py" --json "$out/tables.json")
+  [[ -f "$out/sdpa_reference.json" ]] && tables+=(--sdpa "$out/sdpa_reference.json")
+  [[ -f "$out/bench_matmul.log" ]] && tables+=(--matmul "$out/bench_matmul.log")
+  "${tables[@]}" "$out/bench_attention.log" > "$out/tables.md" 2>&1
+  cat "$out/tables.md"
+fi
 printf '%s\n' "${summary[@]}" | tee "$out/summary.txt"
 tar -czf "$dest/results.tgz" -C "$out" .

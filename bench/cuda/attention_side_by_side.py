@@ -38,26 +38,32 @@ def fail(message, code=2):
     sys.exit(code)
 
 
-def read_table(path):
-    """The rows of the table the bench prints last: {name: (us, frac)} in the log's order."""
+def parse_table(lines):
+    """The rows of the table the bench prints last (bench/cuda/bench_attention.cpp: a header line
+    "attention us ...", then one row a line: name, us, GB/s or TFLOP/s, fraction of the floor, ...):
+    {name: (us, frac)} in the log's order. one_call_tables.py reads logs through this too."""
     rows = {}
     in_table = False
+    for line in lines:
+        words = line.split()
+        if words[:2] == ["attention", "us"]:
+            in_table, rows = True, {}  # (a later table replaces an earlier one)
+            continue
+        if not in_table or len(words) < 4:
+            continue
+        try:
+            rows[words[0]] = (float(words[1]), float(words[3]))
+        except ValueError:
+            continue
+    return rows
+
+
+def read_table(path):
     try:
         with open(path, errors="replace") as f:
-            for line in f:
-                words = line.split()
-                if words[:2] == ["attention", "us"]:
-                    in_table, rows = True, {}  # (a later table replaces an earlier one)
-                    continue
-                if not in_table or len(words) < 4:
-                    continue
-                try:
-                    rows[words[0]] = (float(words[1]), float(words[3]))
-                except ValueError:
-                    continue
+            return parse_table(f)
     except OSError as e:
         fail(f"{path}: cannot read the log ({e.strerror})")
-    return rows
 
 
 def group_of(row):

@@ -1,0 +1,231 @@
+#!/usr/bin/env python3
+"""Issue 9's tables from one device call's logs, as bench/cuda/notes/calls.md gives them: prefill,
+decode (graph replays) and mixed fractions in both modes, invariant time over default's, the
+library reference beside them, the matmul's ratio to cuBLASLt, and each target read off the rows.
+
+  one_call_tables.py [--sdpa JSON] [--matmul LOG] [--json OUT] ATTENTION_LOG...
+
+ATTENTION_LOG: bench_cuda_attention's output; with several logs (the bench run twice in a call)
+each row's best time is kept, as attention_side_by_side.py keeps it. --sdpa: the JSON that
+sdpa_reference.py --json wrote in the same call (cuDNN and FlashAttention 2 columns). --matmul:
+bench_cuda_matmul's output (its "geometric-mean throughput ratio" lines). --json: the tables and
+verdicts as JSON too, written whole or not at all. Markdown goes to stdout.
+
+The targets, as this tool reads them (bench/cuda/notes/README.md states the issue's words):
+  decode-large   every decode-graph row at batch >= 16 and context >= 2048, both modes: >= 0.7
+  decode-small   every decode-graph row at batch 1-4 and context >= 2048, both modes: >= 0.4
+  prefill        every head_dim 128 prefill row (fresh or over cached keys) at chunks >= 1024,
+                 both modes: >= 0.5 of the dense bf16 rate
+  invariance     every prefill row at chunks >= 1024 (both head dims): invariant time / default
+                 time <= 1.10
+  mixed          every mixed row, both modes: >= 0.5 of its larger floor (prefill's fraction)
+  matmul         geometric mean over the 60 cases >= 0.9 and the worst >= 0.75
+A target without rows in the logs is "not measured", never met. The fractions are the bench's own
+(its floors are the device's: the H100's copy floor is 3.0 TB/s, the H200's 4.3), so a verdict
+holds for the card that ran the call. Exit status: 0 tables printed, 1 an input is unreadable,
+malformed or has no rows, 2 bad arguments.
+"""
+import argparse
+import json
+import math
+import os
+import re
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from attention_side_by_side import parse_table  # noqa: E402
+from whole_file import write_whole  # noqa: E402
+
+TOOL = "one_call_tables"
+MODES = ("invariant", "default")
+PREFILL = re.compile(r"^prefill(-cached)?/(invariant|default)/(?:hd=(\d+)/)?chunk=(\d+)(?:/cached=(\d+))?$")
+DECODE = re.compile(r"^decode-graph/(invariant|default)/batch=(\d+)/context=(\d+)$")
+MIXED = re.compile(r"^mixed/(invariant|default)/chunk=(\d+)/decodes=(\d+)/context=(\d+)$")
+MATMUL = re.compile(r"^geometric-mean throughput ratio invariant/cuBLAS over (\d+) (shapes|burst rows): "
+                    r"([0-9.]+); worst ([0-9.]+)$")
+
+
+def fail(message, code=1):
+    print(f"{TOOL}: {message}", file=sys.stderr)
+    sys.exit(code)
+
+
+def read_lines(path, what):
+    try:
+        with open(path, errors="replace") as f:
+            return f.read().splitlines()
+    except OSError as e:
+        fail(f"{path}: cannot read the {what} ({e.strerror})")
+
+
+def best_rows(paths):
+    """{row: (us, frac)}: each row's best time over the logs."""
+    best = {}
+    for path in paths:
+        rows = parse_table(read_lines(path, "log"))
+        if not rows:
+            fail(f"{path}: no result rows (bench_cuda_attention's last table)")
+        for row, (us, frac) in rows.items():
+            if row not in best or us < best[row][0]:
+                best[row] = (us, frac)
+    return best
+
+
+def read_sdpa(path):
+    """{row: frac} of sdpa_reference.py's JSON."""
+    text = "\n".join(read_lines(path, "library reference"))
+    try:
+        data = json.loads(text)
+        rows = data["rows"]
+        return {r["row"]: float(r["frac"]) for r in rows}
+    except json.JSONDecodeError as e:
+        fail(f"{path}: not JSON (line {e.lineno}: {e.msg})")
+    except (KeyError, TypeError, ValueError) as e:
+        fail(f"{path}: rows: each needs 'row' and a numeric 'frac' ({type(e).__name__}: {e})")
+
+
+def read_matmul(path):
+    """{"shapes": (n, geomean, worst), "burst rows": ...} of bench_cuda_matmul's summary lines."""
+    found = {}
+    for line in read_lines(path, "matmul log"):
+        m = MATMUL.match(line.strip())
+        if m and m.group(2) not in found:  # (the first: the automatic choice, not "previous ...")
+            found[m.group(2)] = (int(m.group(1)), float(m.group(3)), float(m.group(4)))
+    if "shapes" not in found:
+        fail(f"{path}: no 'geometric-mean throughput ratio invariant/cuBLAS over N shapes' line")
+    return found
+
+
+def cell(values, fmt="{:.3f}"):
+    return " / ".join("-" if v is None else fmt.format(v) for v in values)
+
+
+def prefill_tables(rows, sdpa):
+    """Lines of the prefill table and the rows the targets read: {(kind, chunk): {mode: (us, frac)}}."""
+    kinds = {}  # (hd, cached or None) -> chunk -> mode -> (us, frac)
+    for row, value in rows.items():
+        m = PREFILL.match(row)
+        if not m:
+            continue
+        cached = int(m.group(5)) if m.group(1) else None
+        kinds.setdefault((int(m.group(3) or 128), cached), {}).setdefault(int(m.group(4)), {})[m.group(2)] = value
+    lines = ["| rows | invariant | default | inv / def time | cuDNN | FlashAttention 2 |", "|---|---|---|---|---|---|"]
+    for (hd, cached), chunks in sorted(kinds.items(), key=lambda k: (-k[0][0], k[0][1] or 0)):
+        order = sorted(chunks)
+        label = ("head_dim 64 " if hd != 128 else "") + (f"over {cached} cached, " if cached else "") + "chunk "
+        label = label.replace("head_dim 64", f"head_dim {hd}") + " / ".join(map(str, order))
+        frac = {mode: [chunks[c][mode][1] if mode in chunks[c] else None for c in order] for mode in MODES}
+        ratio = [chunks[c]["invariant"][0] / chunks[c]["default"][0] if len(chunks[c]) == 2 else None for c in order]
+        hd_part = f"hd={hd}/" if hd != 128 else ""
+        lib = {name: [sdpa.get(f"sdpa/{name}/{hd_part}chunk={c}/cached={cached or 0}") for c in order]
+               for name in ("cudnn", "flash")}
+        lines.append(f"| {label} | {cell(frac['invariant'])} | {cell(frac['default'])} | {cell(ratio, '{:.2f}')} | "
+                     f"{cell(lib['cudnn'])} | {cell(lib['flash'])} |")
+    return lines, kinds
+
+
+def decode_table(rows, sdpa):
+    cells = {}  # (batch, context) -> mode -> frac
+    for row, (_, frac) in rows.items():
+        m = DECODE.match(row)
+        if m:
+            cells.setdefault((int(m.group(2)), int(m.group(3))), {})[m.group(1)] = frac
+    batches = sorted({b for b, _ in cells})
+    contexts = sorted({c for _, c in cells})
+    lines = ["| batch | " + " | ".join(f"context {c}" for c in contexts) + " | cuDNN |",
+             "|---" * (len(contexts) + 2) + "|"]  # (cuDNN: fraction (context))
+    for b in batches:
+        row = [cell([cells.get((b, c), {}).get(mode) for mode in MODES]) if (b, c) in cells else "-" for c in contexts]
+        lib = [(c, sdpa.get(f"sdpa/cudnn/decode/batch={b}/context={c}")) for c in contexts]
+        lib_text = ", ".join(f"{v:.3f} ({c})" for c, v in lib if v is not None) or "-"
+        lines.append(f"| {b} | " + " | ".join(row) + f" | {lib_text} |")
+    return lines, cells
+
+
+def mixed_table(rows):
+    cells = {}
+    for row, (_, frac) in rows.items():
+        m = MIXED.match(row)
+        if m:
+            cells.setdefault(tuple(int(g) for g in m.groups()[1:]), {})[m.group(1)] = frac
+    lines = ["| chunk + decodes x context | invariant / default |", "|---|---|"]
+    for (chunk, decodes, context), by in sorted(cells.items()):
+        lines.append(f"| {chunk} + {decodes} x {context} | {cell([by.get(mode) for mode in MODES])} |")
+    return lines, cells
+
+
+def verdict(values, ok):
+    """(range text, "yes" / "no" / "not measured") of a target's values."""
+    if not values:
+        return "-", "not measured"
+    return f"{min(values):.3f}-{max(values):.3f}", "yes" if all(ok(v) for v in values) else "no"
+
+
+def targets(prefill, decode, mixed, matmul):
+    def decode_values(small):
+        return [f for (b, c), by in decode.items() if c >= 2048 and ((1 <= b <= 4) if small else b >= 16)
+                for f in by.values()]
+    prefill_values = [v[1] for (hd, _), chunks in prefill.items() if hd == 128
+                      for c, by in chunks.items() if c >= 1024 for v in by.values()]
+    ratios = [by["invariant"][0] / by["default"][0] for chunks in prefill.values()
+              for c, by in chunks.items() if c >= 1024 and len(by) == 2]
+    out = [
+        ("decode-large", "decode >= 0.7 of the copy floor, batch >= 16, context >= 2048",
+         verdict(decode_values(False), lambda v: v >= 0.7)),
+        ("decode-small", "decode >= 0.4, batch 1-4, context >= 2048", verdict(decode_values(True), lambda v: v >= 0.4)),
+        ("prefill", "prefill >= 0.5 of the dense bf16 rate at chunks >= 1024 (head_dim 128)",
+         verdict(prefill_values, lambda v: v >= 0.5)),
+        ("invariance", "invariant prefill time within 10% of default's (chunks >= 1024)",
+         verdict(ratios, lambda v: v <= 1.10)),
+        ("mixed", "mixed steps >= 0.5 of their larger floor", verdict([f for by in mixed.values() for f in by.values()],
+                                                                      lambda v: v >= 0.5)),
+    ]
+    if matmul:
+        n, geo, worst = matmul["shapes"]
+        met = "yes" if geo >= 0.9 and worst >= 0.75 else "no"
+        out.append(("matmul", f"matmul >= 0.9 geometric mean of cuBLASLt over the {n} cases, none below 0.75",
+                    (f"{geo:.3f}, worst {worst:.3f}", met)))
+    else:
+        out.append(("matmul", "matmul >= 0.9 geometric mean of cuBLASLt, none below 0.75", ("-", "not measured")))
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--sdpa", metavar="JSON")
+    ap.add_argument("--matmul", metavar="LOG")
+    ap.add_argument("--json", metavar="OUT")
+    ap.add_argument("logs", nargs="+", metavar="ATTENTION_LOG")
+    args = ap.parse_args()
+    rows = best_rows(args.logs)
+    sdpa = read_sdpa(args.sdpa) if args.sdpa else {}
+    matmul = read_matmul(args.matmul) if args.matmul else None
+    prefill_lines, prefill = prefill_tables(rows, sdpa)
+    decode_lines, decode = decode_table(rows, sdpa)
+    mixed_lines, mixed = mixed_table(rows)
+    verdicts = targets(prefill, decode, mixed, matmul)
+    text = ["Prefill, fraction of the dense bf16 rate (invariant / default by chunk):", *prefill_lines, "",
+            "Decode graph replays, fraction of the copy floor (invariant / default):", *decode_lines, "",
+            "Mixed steps, fraction of the larger floor:", *mixed_lines, ""]
+    if matmul:
+        n, geo, worst = matmul["shapes"]
+        text.append(f"Matmul: invariant / cuBLASLt geometric mean over the {n} cases {geo:.3f}, worst {worst:.3f}"
+                    + (f"; the {matmul['burst rows'][0]} burst rows {matmul['burst rows'][1]:.3f} (worst "
+                       f"{matmul['burst rows'][2]:.3f})" if "burst rows" in matmul else "") + ".")
+        text.append("")
+    text += ["| target | values | met |", "|---|---|---|"]
+    text += [f"| {words} | {values} | {met} |" for _, words, (values, met) in verdicts]
+    print("\n".join(text))
+    if args.json:
+        data = {"rows": {r: {"us": us, "frac": f} for r, (us, f) in rows.items()},
+                "targets": {key: {"target": words, "values": values, "met": met}
+                            for key, words, (values, met) in verdicts}}
+        try:
+            write_whole(args.json, json.dumps(data, indent=1) + "\n")
+        except OSError as e:
+            fail(f"{args.json}: cannot write ({e.strerror})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
