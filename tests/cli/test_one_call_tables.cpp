@@ -118,7 +118,8 @@ TEST(OneCallTables, TablesOfTheBestRowsWithTheLibraryAndTheTargets) {
   EXPECT_NE(out.find("| mixed steps >= 0.5 of their larger floor | 0.600-0.610 | yes |"), std::string::npos) << r.out;
   EXPECT_NE(out.find("none below 0.75 | 0.930, worst 0.780 | yes |"), std::string::npos) << r.out;
   const std::string written = read_text(json);
-  EXPECT_NE(squeeze(written).find("\"prefill/invariant/chunk=4096\": {\n \"us\": 270.0,"), std::string::npos) << written;
+  EXPECT_NE(squeeze(written).find("\"prefill/invariant/chunk=4096\": {\n \"us\": 270.0,"), std::string::npos)
+      << written;
   EXPECT_NE(written.find("\"met\": \"yes\""), std::string::npos) << written;
 }
 

@@ -190,10 +190,11 @@ __device__ __forceinline__ int interior_run_end(const AttnParams& P, const TileI
 // segment, visit(sb0, from_new, last, interior) per sub-block of its hull, finish() at its end. Two
 // forms, the same sequence. Without kInteriorRuns (the producer) one loop, `last` a run-time bool
 // (the hull's last sub-block), interior std::false_type. With kInteriorRuns (the consumers):
-// enter() first (the segment's first scores), then the interior run (interior_run_end for warpgroup wg, from the hull's first
-// sub-block) in a loop of its own (interior std::true_type: the visit's masked paths compiled out),
-// the rest in a second loop and the last sub-block apart (`last` std::true_type / std::false_type:
-// no test of it in the loops, which issue the next scores unconditionally). settle()
+// enter() first (the segment's first scores), then the interior run (interior_run_end for
+// warpgroup wg, from the hull's first sub-block) in a loop of its own (interior std::true_type:
+// the visit's masked paths compiled out), the rest in a second loop and the last sub-block apart
+// (`last` std::true_type / std::false_type: no test of it in the loops, which issue the next scores
+// unconditionally). settle()
 // (wgmma_wait<0>, the scores' registers pinned) runs on both paths before they meet at the second
 // loop: no wgmma is then in flight where the compiler copies registers from one path's to the
 // other's (with the scores in flight those copies made ptxas serialise every wgmma, C7514); the
