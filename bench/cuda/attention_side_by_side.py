@@ -58,6 +58,13 @@ def parse_table(lines):
     return rows
 
 
+def keep_best(best, table):
+    """Each row of `table` into `best` ({name: (us, frac)}) where its time is lower (or new)."""
+    for row, (us, frac) in table.items():
+        if row not in best or us < best[row][0]:
+            best[row] = (us, frac)
+
+
 def read_table(path):
     try:
         with open(path, errors="replace") as f:
@@ -85,11 +92,8 @@ def summarise(builds):
         for run in runs:
             table = read_table(run["log"])
             run["rows"] = len(table)
-            for row, (us, frac) in table.items():
-                if row not in rows or us < rows[row][0]:
-                    rows[row] = (us, frac)
-                if row not in order:
-                    order.append(row)
+            keep_best(rows, table)
+            order += [row for row in table if row not in order]
     names = [n for n, _ in builds]
     base = names[0]
     groups = {}

@@ -27,13 +27,12 @@ malformed or has no rows, 2 bad arguments.
 """
 import argparse
 import json
-import math
 import os
 import re
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from attention_side_by_side import parse_table  # noqa: E402
+from attention_side_by_side import keep_best, parse_table  # noqa: E402
 from whole_file import write_whole  # noqa: E402
 
 TOOL = "one_call_tables"
@@ -65,9 +64,7 @@ def best_rows(paths):
         rows = parse_table(read_lines(path, "log"))
         if not rows:
             fail(f"{path}: no result rows (bench_cuda_attention's last table)")
-        for row, (us, frac) in rows.items():
-            if row not in best or us < best[row][0]:
-                best[row] = (us, frac)
+        keep_best(best, rows)
     return best
 
 
@@ -100,8 +97,14 @@ def cell(values, fmt="{:.3f}"):
     return " / ".join("-" if v is None else fmt.format(v) for v in values)
 
 
+def time_ratio(by_mode):
+    """Invariant time over default's for one row's {mode: (us, frac)}; None without both modes."""
+    return by_mode["invariant"][0] / by_mode["default"][0] if len(by_mode) == 2 else None
+
+
 def prefill_tables(rows, sdpa):
-    """Lines of the prefill table and the rows the targets read: {(kind, chunk): {mode: (us, frac)}}."""
+    """Lines of the prefill table and the rows the targets read:
+    {(head_dim, cached keys or None): {chunk: {mode: (us, frac)}}}."""
     kinds = {}  # (hd, cached or None) -> chunk -> mode -> (us, frac)
     for row, value in rows.items():
         m = PREFILL.match(row)
@@ -112,10 +115,10 @@ def prefill_tables(rows, sdpa):
     lines = ["| rows | invariant | default | inv / def time | cuDNN | FlashAttention 2 |", "|---|---|---|---|---|---|"]
     for (hd, cached), chunks in sorted(kinds.items(), key=lambda k: (-k[0][0], k[0][1] or 0)):
         order = sorted(chunks)
-        label = ("head_dim 64 " if hd != 128 else "") + (f"over {cached} cached, " if cached else "") + "chunk "
-        label = label.replace("head_dim 64", f"head_dim {hd}") + " / ".join(map(str, order))
+        label = ((f"head_dim {hd} " if hd != 128 else "") + (f"over {cached} cached, " if cached else "") +
+                 "chunk " + " / ".join(map(str, order)))
         frac = {mode: [chunks[c][mode][1] if mode in chunks[c] else None for c in order] for mode in MODES}
-        ratio = [chunks[c]["invariant"][0] / chunks[c]["default"][0] if len(chunks[c]) == 2 else None for c in order]
+        ratio = [time_ratio(chunks[c]) for c in order]
         hd_part = f"hd={hd}/" if hd != 128 else ""
         lib = {name: [sdpa.get(f"sdpa/{name}/{hd_part}chunk={c}/cached={cached or 0}") for c in order]
                for name in ("cudnn", "flash")}
@@ -167,8 +170,8 @@ def targets(prefill, decode, mixed, matmul):
                 for f in by.values()]
     prefill_values = [v[1] for (hd, _), chunks in prefill.items() if hd == 128
                       for c, by in chunks.items() if c >= 1024 for v in by.values()]
-    ratios = [by["invariant"][0] / by["default"][0] for chunks in prefill.values()
-              for c, by in chunks.items() if c >= 1024 and len(by) == 2]
+    ratios = [time_ratio(by) for chunks in prefill.values() for c, by in chunks.items()
+              if c >= 1024 and len(by) == 2]
     out = [
         ("decode-large", "decode >= 0.7 of the copy floor, batch >= 16, context >= 2048",
          verdict(decode_values(False), lambda v: v >= 0.7)),

@@ -194,11 +194,10 @@ __device__ __forceinline__ int interior_run_end(const AttnParams& P, const TileI
 // warpgroup wg, from the hull's first sub-block) in a loop of its own (interior std::true_type:
 // the visit's masked paths compiled out), the rest in a second loop and the last sub-block apart
 // (`last` std::true_type / std::false_type: no test of it in the loops, which issue the next scores
-// unconditionally). settle()
-// (wgmma_wait<0>, the scores' registers pinned) runs on both paths before they meet at the second
-// loop: no wgmma is then in flight where the compiler copies registers from one path's to the
-// other's (with the scores in flight those copies made ptxas serialise every wgmma, C7514); the
-// second loop's first visit waits for the same products and scores anyway.
+// unconditionally). settle() (wgmma_wait<0>, the scores' registers pinned) runs on both paths before
+// they meet at the second loop: no wgmma is then in flight where the compiler copies registers from
+// one path's to the other's (with the scores in flight those copies made ptxas serialise every
+// wgmma, C7514); the second loop's first visit waits for the same products and scores anyway.
 
 template <bool kFixedSplit, bool kInteriorRuns, typename Start, typename Enter, typename Visit, typename Settle,
           typename Finish>
@@ -470,8 +469,8 @@ __device__ __forceinline__ void consume(const AttnParams& P, const TileInfo& t_r
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
           // (a row beyond the tile, position -1, gets an empty range either way)
-          if constexpr (kFixedSplit) {
-            rg[h] = fixed_split_range(P.split_size, kPositionsKept ? pos1[h] : position(h) + 1, c);
+          if constexpr (kFixedSplit) {  // (positions kept: kTileInSmem is split counts only)
+            rg[h] = fixed_split_range(P.split_size, pos1[h], c);
           } else {
             rg[h] = segment_range(P, t.reads_new, t.cached, kPositionsKept ? pos1[h] - 1 : position(h), c);
           }
