@@ -6,7 +6,11 @@ library reference beside them, the matmul's ratio to cuBLASLt, and each target r
   one_call_tables.py [--sdpa JSON] [--matmul LOG] [--json OUT] ATTENTION_LOG...
 
 ATTENTION_LOG: bench_cuda_attention's output; with several logs (the bench run twice in a call)
-each row's best time is kept, as attention_side_by_side.py keeps it. --sdpa: the JSON that
+each row's best time is kept, as attention_side_by_side.py keeps it. Each log's fractions are of
+the copy bandwidth that its own process measured ("device copy bandwidth: X TB/s"), so a log that
+ran beside another process on the device has slow rows and wrong fractions: one whose bandwidth is
+below 0.9x the call's best is left out, and the tables say so (a left-over sanitizer shard had
+halved one, H100, 2026-12-06). --sdpa: the JSON that
 sdpa_reference.py --json wrote in the same call (cuDNN and FlashAttention 2 columns). --matmul:
 bench_cuda_matmul's output (its "geometric-mean throughput ratio" lines). --json: the tables and
 verdicts as JSON too, written whole or not at all. Markdown goes to stdout.
@@ -40,6 +44,8 @@ MODES = ("invariant", "default")
 PREFILL = re.compile(r"^prefill(-cached)?/(invariant|default)/(?:hd=(\d+)/)?chunk=(\d+)(?:/cached=(\d+))?$")
 DECODE = re.compile(r"^decode-graph/(invariant|default)/batch=(\d+)/context=(\d+)$")
 MIXED = re.compile(r"^mixed/(invariant|default)/chunk=(\d+)/decodes=(\d+)/context=(\d+)$")
+BANDWIDTH = re.compile(r"^device copy bandwidth: ([0-9.]+) TB/s$")
+SHARED_DEVICE = 0.9  # a log whose copy bandwidth is below this x the best log's is left out
 MATMUL = re.compile(r"^geometric-mean throughput ratio invariant/cuBLAS over (\d+) (shapes|burst rows): "
                     r"([0-9.]+); worst ([0-9.]+)$")
 
@@ -57,15 +63,33 @@ def read_lines(path, what):
         fail(f"{path}: cannot read the {what} ({e.strerror})")
 
 
+def copy_bandwidth(path, lines):
+    """The TB/s that the bench's process measured (its fractions' floor)."""
+    for line in lines:
+        m = BANDWIDTH.match(line.strip())
+        if m:
+            return float(m.group(1))
+    fail(f"{path}: no 'device copy bandwidth: X TB/s' line (a bench_cuda_attention log cut short?)")
+
+
 def best_rows(paths):
-    """{row: (us, frac)}: each row's best time over the logs."""
-    best = {}
+    """({row: (us, frac)}: each row's best time over the logs kept, [lines naming the logs left out])."""
+    logs = []
     for path in paths:
-        rows = parse_table(read_lines(path, "log"))
+        lines = read_lines(path, "log")
+        rows = parse_table(lines)
         if not rows:
             fail(f"{path}: no result rows (bench_cuda_attention's last table)")
+        logs.append((path, copy_bandwidth(path, lines), rows))
+    top_path, top, _ = max(logs, key=lambda log: log[1])
+    best, left_out = {}, []
+    for path, bandwidth, rows in logs:
+        if bandwidth < SHARED_DEVICE * top:
+            left_out.append(f"{path}: device copy bandwidth {bandwidth:.2f} TB/s, {bandwidth / top:.2f}x "
+                            f"{top_path}'s {top:.2f} (the device was shared while it ran)")
+            continue
         keep_best(best, rows)
-    return best
+    return best, left_out
 
 
 def read_sdpa(path):
@@ -200,7 +224,9 @@ def main():
     ap.add_argument("--json", metavar="OUT")
     ap.add_argument("logs", nargs="+", metavar="ATTENTION_LOG")
     args = ap.parse_args()
-    rows = best_rows(args.logs)
+    rows, left_out = best_rows(args.logs)
+    for line in left_out:
+        print(f"{TOOL}: left out {line}", file=sys.stderr)
     sdpa = read_sdpa(args.sdpa) if args.sdpa else {}
     matmul = read_matmul(args.matmul) if args.matmul else None
     prefill_lines, prefill = prefill_tables(rows, sdpa)
@@ -210,6 +236,8 @@ def main():
     text = ["Prefill, fraction of the dense bf16 rate (invariant / default by chunk):", *prefill_lines, "",
             "Decode graph replays, fraction of the copy floor (invariant / default):", *decode_lines, "",
             "Mixed steps, fraction of the larger floor:", *mixed_lines, ""]
+    if left_out:
+        text += ["Logs left out:", *[f"- {line}" for line in left_out], ""]
     if matmul:
         n, geo, worst = matmul["shapes"]
         text.append(f"Matmul: invariant / cuBLASLt geometric mean over the {n} cases {geo:.3f}, worst {worst:.3f}"
@@ -220,7 +248,7 @@ def main():
     text += [f"| {words} | {values} | {met} |" for _, words, (values, met) in verdicts]
     print("\n".join(text))
     if args.json:
-        data = {"rows": {r: {"us": us, "frac": f} for r, (us, f) in rows.items()},
+        data = {"rows": {r: {"us": us, "frac": f} for r, (us, f) in rows.items()}, "left_out": left_out,
                 "targets": {key: {"target": words, "values": values, "met": met}
                             for key, words, (values, met) in verdicts}}
         try:

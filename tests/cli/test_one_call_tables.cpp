@@ -21,11 +21,12 @@ using testing::squeeze;
 using testing::temp_path;
 using testing::write_text;
 
-// The bench's last table (bench/cuda/bench_attention.cpp): name, us, GB/s or TFLOP/s, frac.
-std::string bench_log(const std::string& rows) {
+// The bench's last table (bench/cuda/bench_attention.cpp): name, us, GB/s or TFLOP/s, frac; then
+// the copy bandwidth that the process measured (its fractions' floor).
+std::string bench_log(const std::string& rows, const std::string& bandwidth = "3.00") {
   return "Running bench_cuda_attention\nprefill/invariant/chunk=1024/iterations:5 99 us\n\n"
          "attention us GB/s|TF frac frac_bw frac_tc\n" +
-         rows + "device copy bandwidth: 3.00 TB/s\n";
+         rows + "device copy bandwidth: " + bandwidth + " TB/s\n";
 }
 
 // Every row the targets read, all of them meeting their targets but where `low` names one row
@@ -159,6 +160,38 @@ TEST(OneCallTables, OneRowBelowItsLineFailsItsTarget) {
   EXPECT_NE(squeeze(only.out).find("larger floor | - | not measured |"), std::string::npos) << only.out;
 }
 
+// A log whose process measured a copy bandwidth below 0.9x the best log's ran on a shared device:
+// its rows (faster here, with fractions of a halved floor) are left out and the tables name it; its
+// inverse, a log at 0.93x, is kept.
+TEST(OneCallTables, LogOfASharedDeviceIsLeftOutAndNamed) {
+  if (!have_program("python3")) GTEST_SKIP() << "no python3 on this machine";
+  Call c;
+  const std::string a = c.file("a.log", bench_log(passing_rows()));
+  const std::string shared = c.file("shared.log", bench_log("decode-graph/default/batch=16/context=2048 30.0 1 1.870\n"
+                                                            "prefill/default/chunk=4096 250.0 1 0.626\n",
+                                                            "1.46"));
+  const std::string json = c.dir + "/tables.json";
+  const Outcome r = Call::run("--json " + json + " " + a + " " + shared);
+  ASSERT_EQ(r.code, 0) << r.err;
+  const std::string out = squeeze(r.out);
+  EXPECT_NE(out.find("| 16 | 0.800 / 0.780 | - |"), std::string::npos) << r.out;
+  EXPECT_NE(out.find("| chunk 1024 / 4096 | 0.550 / 0.520 | 0.580 / 0.540 |"), std::string::npos) << r.out;
+  EXPECT_NE(out.find("Logs left out:\n- " + shared + ": device copy bandwidth 1.46 TB/s, 0.49x " + a +
+                     "'s 3.00 (the device was shared while it ran)"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.err.find("one_call_tables: left out " + shared + ": device copy bandwidth 1.46 TB/s"), std::string::npos)
+      << r.err;
+  EXPECT_NE(read_text(json).find("\"left_out\": [\n  \"" + shared), std::string::npos) << read_text(json);
+
+  const std::string near = c.file("near.log", bench_log("prefill/default/chunk=4096 250.0 1 0.626\n", "2.80"));
+  const Outcome kept = Call::run(a + " " + near);
+  ASSERT_EQ(kept.code, 0) << kept.err;
+  EXPECT_NE(squeeze(kept.out).find("| chunk 1024 / 4096 | 0.550 / 0.520 | 0.580 / 0.626 |"), std::string::npos)
+      << kept.out;
+  EXPECT_EQ(kept.out.find("Logs left out"), std::string::npos) << kept.out;
+}
+
 TEST(OneCallTables, BadInputsAreNamedAndNothingIsWritten) {
   if (!have_program("python3")) GTEST_SKIP() << "no python3 on this machine";
   Call c;
@@ -171,6 +204,8 @@ TEST(OneCallTables, BadInputsAreNamedAndNothingIsWritten) {
       {c.dir + "/none.log", c.dir + "/none.log: cannot read the log (No such file or directory)"},
       {c.file("empty.log", "Running bench\nno table here\n"),
        c.dir + "/empty.log: no result rows (bench_cuda_attention's last table)"},
+      {c.file("cut.log", "attention us GB/s|TF frac\nprefill/default/chunk=4096 290.0 1 0.54\n"),
+       c.dir + "/cut.log: no 'device copy bandwidth: X TB/s' line (a bench_cuda_attention log cut short?)"},
       {"--sdpa " + c.file("bad.json", "{\"rows\": [") + " " + good, c.dir + "/bad.json: not JSON (line 1: "},
       {"--sdpa " + c.file("nofrac.json", R"({"rows": [{"row": "sdpa/cudnn/chunk=1024/cached=0"}]})") + " " + good,
        c.dir + "/nofrac.json: rows: each needs 'row' and a numeric 'frac' (KeyError: 'frac')"},
