@@ -26,7 +26,8 @@
 # those kernels is listed "clean (cuBLASLt's kernels only: N hazards ...)" and not counted; any
 # hazard in a samebits kernel is.
 THIRD_PARTY='^nvjet_'
-# Exit status: 0 when every shard of both tools is clean, 1 otherwise, 2 on bad arguments.
+# Exit status: 0 when every shard of both tools is clean, 1 otherwise, 2 on bad arguments; 143
+# when stopped by a signal (TERM, INT, HUP), its running shards stopped with it.
 set -uo pipefail
 BIN="${1:?usage: ci/gpu_sanitizers.sh GPU_TESTS_BINARY OUT [WORKERS] [SECONDS_PER_SHARD] [GTEST_FILTER]}"
 OUT="${2:?usage: ci/gpu_sanitizers.sh GPU_TESTS_BINARY OUT [WORKERS] [SECONDS_PER_SHARD] [GTEST_FILTER]}"
@@ -44,6 +45,18 @@ for tool in $TOOLS; do
 done
 WORK="$(mktemp -d)"
 trap 'rm -rf "$WORK"' EXIT
+# Stopped (TERM, INT, HUP: an outer time limit), the script stops its shards first: each runs in a
+# process group of its own (timeout's), which outlived the script before and ran on into the next
+# step of the call (a benchmark on a shared GPU, H100 2026-12-06).
+queue=""
+stop_shards() {
+  [[ -n $queue ]] && kill "$queue" 2>/dev/null
+  local f
+  for f in "$WORK"/running.*; do
+    [[ -f $f ]] && kill -TERM -- "-$(cat "$f")" 2>/dev/null
+  done
+}
+trap 'stop_shards; exit 143' TERM INT HUP
 
 # Test cases, "Suite.Name" one a line (typed and parameterised names keep their suffixes).
 "$BIN" --gtest_list_tests --gtest_filter="$FILTER:-GpuMutationSuite.*" |
@@ -65,10 +78,16 @@ run_shard() {
     ((left < 5)) && return 0
     ((left < limit)) && limit=$left
   fi
+  # (timeout leads a process group of its own, which a kill of this script's group does not reach:
+  # its pid is kept in WORK while it runs, for stop_shards)
   env SAMEBITS_REQUIRE_GPU=1 "${env[@]}" timeout --kill-after=15 "$limit" \
     "$SANITIZER" --tool "$tool" "${extra[@]}" --error-exitcode 3 \
-    "$BIN" --gtest_brief=1 --gtest_filter="$case" >"$log" 2>&1
+    "$BIN" --gtest_brief=1 --gtest_filter="$case" >"$log" 2>&1 &
+  local pid=$!
+  echo "$pid" >"$WORK/running.$pid"
+  wait "$pid"
   rc=$?
+  rm -f "$WORK/running.$pid"
   if ((rc == 124 || rc == 137)); then
     result="TIME-OUT after ${limit} s"
   elif ((rc != 0 && rc != 3)) && grep -q "process didn't terminate successfully" "$log" &&
@@ -104,7 +123,10 @@ export WORK LIMIT SANITIZER BIN START THIRD_PARTY SANITIZER_DEADLINE 2>/dev/null
 # The tools' shards in one queue, slowest-looking first (the attention, linear, engine and graph tests).
 for tool in $TOOLS; do sed "s/^/$tool /" "$WORK/cases"; done |
   awk '{heavy = ($2 ~ /^Gpu(Attention|Linear|Engine|Graphs)\./); print heavy ? 0 : 1, $0}' | sort -s -k1,1 | cut -d' ' -f2- |
-  xargs -P "$WORKERS" -L 1 bash -c 'run_shard "$0" "$1"'
+  xargs -P "$WORKERS" -L 1 bash -c 'run_shard "$0" "$1"' &
+queue=$!
+wait "$queue"  # (in the background and waited for, so that a signal's trap runs at once)
+queue=""
 
 # KILLED shards run again, one at a time, now that the others are done (deadline permitting); the
 # first try's log stays in front of the second's.

@@ -3,7 +3,9 @@
 // outcomes the script must tell apart. A test process killed before it reports (racecheck of an
 // engine test holds ~90 GB of host memory, and a few side by side meet the out-of-memory killer) is
 // KILLED and runs again alone once the others are done; a test that fails is TEST FAILED and is not
-// run again; the exit status is 0 only when every shard ends clean.
+// run again; the exit status is 0 only when every shard ends clean; a sweep stopped by an outer
+// time limit stops its shards (each runs in a process group of its own) instead of leaving them to
+// run on into the next step.
 #include <filesystem>
 #include <string>
 
@@ -20,9 +22,10 @@ using testing::temp_path;
 using testing::write_script;
 
 // The stand-in tools in dir/bin (compute-sanitizer) and dir (gpu_tests). The test binary lists
-// the suite Fake (Clean, KilledOnce, KilledAlways, Fails; those a filter of names or * selects);
-// KilledOnce is killed on its first run under each tool (a marker file per tool in dir),
-// KilledAlways on every run.
+// the suite Fake (Clean, KilledOnce, KilledAlways, Fails; those a filter of names or * selects;
+// Slow only by name); KilledOnce is killed on its first run under each tool (a marker file per
+// tool in dir), KilledAlways on every run; Slow writes its process id to dir/slow.pid and sleeps a
+// minute (as itself: the process that an outer limit must reach).
 fs::path stand_ins() {
   const fs::path dir = temp_path("sanitizers");
   fs::create_directories(dir / "bin");
@@ -49,6 +52,7 @@ if [[ -n $list ]]; then  # the cases the filter's positive patterns name (or all
   for n in Clean KilledOnce KilledAlways Fails; do
     [[ $pos == '*' || ":$pos:" == *":Fake.$n:"* ]] && echo "  $n"
   done
+  [[ ":$pos:" == *":Fake.Slow:"* ]] && echo "  Slow"
   exit 0
 fi
 echo "$FAKE_TOOL $case" >> "$dir/runs"
@@ -56,6 +60,7 @@ case $case in
   Fake.KilledOnce) [[ -f $dir/killed_$FAKE_TOOL ]] || { touch "$dir/killed_$FAKE_TOOL"; exit 9; };;
   Fake.KilledAlways) exit 9;;
   Fake.Fails) echo "[  FAILED  ] 1 test, listed below:"; exit 1;;
+  Fake.Slow) echo $$ > "$dir/slow.pid"; exec sleep 60;;
 esac
 echo "[  PASSED  ] 1 test."
 )sh");
@@ -123,6 +128,26 @@ TEST(GpuSanitizersScript, ExitsZeroWhenEveryShardEndsClean) {
   const auto [o, md] = run_script(dir, 2, "Fake.Clean:Fake.KilledOnce");
   EXPECT_EQ(o.code, 0) << o.out << o.err << md;
   EXPECT_NE(md.find("racecheck: 2 of 2 test cases clean"), std::string::npos) << md;
+  fs::remove_all(dir);
+}
+
+// An outer time limit (timeout, which signals its own process group: the script, xargs and the
+// shards' shells, not the shards' own groups) stops the sweep, and the sweep stops its running
+// shard: the slow test's process is gone at once, not a minute later.
+TEST(GpuSanitizersScript, StoppedSweepStopsItsRunningShards) {
+  const fs::path dir = stand_ins();
+  const fs::path pid_file = dir / "slow.pid";
+  const testing::Outcome o =
+      run_command("PATH='" + (dir / "bin").string() + "':\"$PATH\" timeout 4 bash ci/gpu_sanitizers.sh '" +
+                  (dir / "gpu_tests").string() + "' '" + (dir / "out").string() + "' 1 60 'Fake.Slow'");
+  EXPECT_EQ(o.code, 124) << o.out << o.err;
+  ASSERT_TRUE(fs::exists(pid_file)) << "the slow shard never started: " << o.out << o.err;
+  const std::string pid = read_text(pid_file.string()).substr(0, read_text(pid_file.string()).find('\n'));
+  // (kill -0: the process exists; a few tries for the group's signal to land)
+  const testing::Outcome alive =
+      run_command("for i in 1 2 3 4 5 6 7 8 9 10; do kill -0 " + pid + " 2>/dev/null || exit 0; sleep 0.2; done; "
+                  "kill -KILL " + pid + "; exit 1");
+  EXPECT_EQ(alive.code, 0) << "the slow shard's process " << pid << " outlived the sweep";
   fs::remove_all(dir);
 }
 
