@@ -104,6 +104,8 @@ if [[ -f "$out/bench_attention.log" ]]; then
   tables=(python3 "$(dirname "$0")/../bench/cuda/one_call_tables.py" --json "$out/tables.json")
   [[ -f "$out/sdpa_reference.json" ]] && tables+=(--sdpa "$out/sdpa_reference.json")
   [[ -f "$out/bench_matmul.log" ]] && tables+=(--matmul "$out/bench_matmul.log")
+  command -v nvidia-smi >/dev/null && tables+=(--gpu "$out/gpu.txt")
+  for f in "$out"/tests_*.log; do [[ -f $f ]] && tables+=(--gpu-tests "$f"); done
   "${tables[@]}" "$out/bench_attention.log" > "$out/tables.md" 2>&1
   cat "$out/tables.md"
 fi

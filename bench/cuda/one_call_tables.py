@@ -3,7 +3,8 @@
 decode (graph replays) and mixed fractions in both modes, invariant time over default's, the
 library reference beside them, the matmul's ratio to cuBLASLt, and each target read off the rows.
 
-  one_call_tables.py [--sdpa JSON] [--matmul LOG] [--json OUT] ATTENTION_LOG...
+  one_call_tables.py [--sdpa JSON] [--matmul LOG] [--gpu TXT] [--gpu-tests LOG] [--sanitizers MD]
+                     [--json OUT] ATTENTION_LOG...
 
 ATTENTION_LOG: bench_cuda_attention's output; with several logs (the bench run twice in a call)
 each row's best time is kept, as attention_side_by_side.py keeps it. Each log's fractions are of
@@ -12,8 +13,13 @@ ran beside another process on the device has slow rows and wrong fractions: one 
 below 0.9x the call's best is left out, and the tables say so (a left-over sanitizer shard had
 halved one, H100, 2026-12-06). --sdpa: the JSON that
 sdpa_reference.py --json wrote in the same call (cuDNN and FlashAttention 2 columns). --matmul:
-bench_cuda_matmul's output (its "geometric-mean throughput ratio" lines). --json: the tables and
-verdicts as JSON too, written whole or not at all. Markdown goes to stdout.
+bench_cuda_matmul's output (its "geometric-mean throughput ratio" lines). The checks of the same
+call, for the closing note's one-call evidence: --gpu, the card (nvidia-smi's CSV line, name
+first; the targets are the H200's, so the tables say when another card ran them); --gpu-tests
+(once or more), gpu_tests' output (tests passed and failed, and each log that was cut short
+before its summary line); --sanitizers, ci/gpu_sanitizers.sh's sanitizers.md (each tool's "N of M test cases
+clean"). --json: the tables, checks and verdicts as JSON too, written whole or not at all.
+Markdown goes to stdout.
 
 The targets, as this tool reads them (bench/cuda/notes/README.md states the issue's words):
   decode-large   every decode-graph row at batch >= 16 and context >= 2048, both modes: >= 0.7
@@ -115,6 +121,52 @@ def read_matmul(path):
     if "shapes" not in found:
         fail(f"{path}: no 'geometric-mean throughput ratio invariant/cuBLAS over N shapes' line")
     return found
+
+
+GTEST_OK = re.compile(r"^\[       OK \] (\S+)")
+GTEST_FAILED = re.compile(r"^\[  FAILED  \] ([^ ,]+).*\(\d+ ms\)$")  # (not the summary's list)
+GTEST_SUMMARY = re.compile(r"^\[  PASSED  \] (\d+) tests?\.")
+SANITIZER_TOTAL = re.compile(r"^\s*(memcheck|racecheck): (\d+) of (\d+) test cases clean$")
+
+
+def read_checks(gpu, gpu_tests, sanitizers):
+    """{"device": ..., "gpu tests": ..., "memcheck": ..., "racecheck": ...}: one line of text each,
+    for the checks given."""
+    checks = {}
+    if gpu:
+        lines = [line for line in read_lines(gpu, "card line") if line.strip()]
+        if not lines:
+            fail(f"{gpu}: empty (nvidia-smi --query-gpu=name,... --format=csv,noheader)")
+        name = lines[0].split(",")[0].strip()
+        checks["device"] = name + ("" if "H200" in name else " (not an H200: the targets are the H200's)")
+    if gpu_tests:  # (one log or several: the suites run one by one)
+        passed, failed, cut = 0, [], []
+        for path in gpu_tests:
+            results, summary = 0, False
+            for line in read_lines(path, "gpu tests' log"):
+                if GTEST_OK.match(line):
+                    passed, results = passed + 1, results + 1
+                elif GTEST_FAILED.match(line):
+                    failed.append(GTEST_FAILED.match(line).group(1))
+                    results += 1
+                elif GTEST_SUMMARY.match(line):
+                    summary = True
+            if not results:
+                fail(f"{path}: no test results ('[       OK ]' or '[  FAILED  ]' lines)")
+            if not summary:
+                cut.append(path)
+        text = f"{passed} passed, " + (f"{len(failed)} failed ({', '.join(failed)})" if failed else "none failed")
+        checks["gpu tests"] = text + (f"; cut short before gtest's summary line: {', '.join(cut)}" if cut else "")
+    if sanitizers:
+        found = {}
+        for line in read_lines(sanitizers, "sanitizers' summary"):
+            m = SANITIZER_TOTAL.match(line)
+            if m:
+                found[m.group(1)] = f"{m.group(2)} of {m.group(3)} test cases clean"
+        if not found:
+            fail(f"{sanitizers}: no 'TOOL: N of M test cases clean' line (ci/gpu_sanitizers.sh's sanitizers.md)")
+        checks.update(found)
+    return checks
 
 
 def cell(values, fmt="{:.3f}"):
@@ -221,6 +273,9 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--sdpa", metavar="JSON")
     ap.add_argument("--matmul", metavar="LOG")
+    ap.add_argument("--gpu", metavar="TXT")
+    ap.add_argument("--gpu-tests", metavar="LOG", action="append")
+    ap.add_argument("--sanitizers", metavar="MD")
     ap.add_argument("--json", metavar="OUT")
     ap.add_argument("logs", nargs="+", metavar="ATTENTION_LOG")
     args = ap.parse_args()
@@ -229,11 +284,13 @@ def main():
         print(f"{TOOL}: left out {line}", file=sys.stderr)
     sdpa = read_sdpa(args.sdpa) if args.sdpa else {}
     matmul = read_matmul(args.matmul) if args.matmul else None
+    checks = read_checks(args.gpu, args.gpu_tests, args.sanitizers)
     prefill_lines, prefill = prefill_tables(rows, sdpa)
     decode_lines, decode = decode_table(rows, sdpa)
     mixed_lines, mixed = mixed_table(rows)
     verdicts = targets(prefill, decode, mixed, matmul)
-    text = ["Prefill, fraction of the dense bf16 rate (invariant / default by chunk):", *prefill_lines, "",
+    text = [f"Device: {checks['device']}", ""] if "device" in checks else []
+    text += ["Prefill, fraction of the dense bf16 rate (invariant / default by chunk):", *prefill_lines, "",
             "Decode graph replays, fraction of the copy floor (invariant / default):", *decode_lines, "",
             "Mixed steps, fraction of the larger floor:", *mixed_lines, ""]
     if left_out:
@@ -246,9 +303,13 @@ def main():
         text.append("")
     text += ["| target | values | met |", "|---|---|---|"]
     text += [f"| {words} | {values} | {met} |" for _, words, (values, met) in verdicts]
+    checked = [(key, value) for key, value in checks.items() if key != "device"]
+    if checked:
+        text += ["", "Checks in the same call:", *[f"- {key}: {value}" for key, value in checked]]
     print("\n".join(text))
     if args.json:
         data = {"rows": {r: {"us": us, "frac": f} for r, (us, f) in rows.items()}, "left_out": left_out,
+                "checks": checks,
                 "targets": {key: {"target": words, "values": values, "met": met}
                             for key, words, (values, met) in verdicts}}
         try:

@@ -192,6 +192,46 @@ TEST(OneCallTables, LogOfASharedDeviceIsLeftOutAndNamed) {
   EXPECT_EQ(kept.out.find("Logs left out"), std::string::npos) << kept.out;
 }
 
+// The checks of the same call: the card (flagged where it is not the H200 that the targets name),
+// the gpu tests over one log or several (a failure named, a log cut before its summary line named),
+// the sanitizers' totals; and their inverse, a clean H200 call that says so.
+TEST(OneCallTables, ChecksOfTheSameCallAreSummarised) {
+  if (!have_program("python3")) GTEST_SKIP() << "no python3 on this machine";
+  Call c;
+  const std::string log = c.file("a.log", bench_log(passing_rows()));
+  const std::string ok_tests = c.file("t1.log",
+                                      "[ RUN      ] GpuA.One\n[       OK ] GpuA.One (5 ms)\n"
+                                      "[ RUN      ] GpuA.Two\n[       OK ] GpuA.Two (7 ms)\n[  PASSED  ] 2 tests.\n");
+  const std::string bad_tests = c.file(
+      "t2.log",
+      "[ RUN      ] GpuB.Ok\n[       OK ] GpuB.Ok (1 ms)\n[ RUN      ] GpuB.Param/0\n"
+      "[  FAILED  ] GpuB.Param/0, where GetParam() = 4 (3 ms)\n[ RUN      ] GpuB.Hangs\n");
+  const std::string san = c.file("san.md",
+                                 "| tool | test | result | seconds |\n\n    memcheck: 14 of 14 test cases clean\n"
+                                 "    racecheck: 13 of 14 test cases clean\n");
+  const std::string h100 = c.file("h100.txt", "NVIDIA H100 80GB HBM3, 81559 MiB, 580.159.04\n");
+  const std::string json = c.dir + "/t.json";
+  const Outcome r = Call::run("--gpu " + h100 + " --gpu-tests " + ok_tests + " --gpu-tests " + bad_tests +
+                              " --sanitizers " + san + " --json " + json + " " + log);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out.find("Device: NVIDIA H100 80GB HBM3 (not an H200: the targets are the H200's)"), 0u) << r.out;
+  EXPECT_NE(r.out.find("- gpu tests: 3 passed, 1 failed (GpuB.Param/0); cut short before gtest's summary line: " +
+                       bad_tests),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("- memcheck: 14 of 14 test cases clean\n- racecheck: 13 of 14 test cases clean"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(read_text(json).find("\"gpu tests\": \"3 passed, 1 failed"), std::string::npos) << read_text(json);
+
+  const std::string h200 = c.file("h200.txt", "NVIDIA H200, 143771 MiB, 580.159.04\n");
+  const Outcome clean = Call::run("--gpu " + h200 + " --gpu-tests " + ok_tests + " " + log);
+  ASSERT_EQ(clean.code, 0) << clean.err;
+  EXPECT_EQ(clean.out.find("Device: NVIDIA H200\n"), 0u) << clean.out;
+  EXPECT_NE(clean.out.find("- gpu tests: 2 passed, none failed\n"), std::string::npos) << clean.out;
+  EXPECT_EQ(clean.out.find("memcheck"), std::string::npos) << clean.out;
+}
+
 TEST(OneCallTables, BadInputsAreNamedAndNothingIsWritten) {
   if (!have_program("python3")) GTEST_SKIP() << "no python3 on this machine";
   Call c;
@@ -211,6 +251,12 @@ TEST(OneCallTables, BadInputsAreNamedAndNothingIsWritten) {
        c.dir + "/nofrac.json: rows: each needs 'row' and a numeric 'frac' (KeyError: 'frac')"},
       {"--matmul " + c.file("m.log", "nothing\n") + " " + good,
        c.dir + "/m.log: no 'geometric-mean throughput ratio invariant/cuBLAS over N shapes' line"},
+      {"--gpu " + c.file("gpu.txt", "\n") + " " + good,
+       c.dir + "/gpu.txt: empty (nvidia-smi --query-gpu=name,... --format=csv,noheader)"},
+      {"--gpu-tests " + c.file("t.log", "Running main() from gtest\n") + " " + good,
+       c.dir + "/t.log: no test results ('[       OK ]' or '[  FAILED  ]' lines)"},
+      {"--sanitizers " + c.file("s.md", "| tool | test |\n") + " " + good,
+       c.dir + "/s.md: no 'TOOL: N of M test cases clean' line (ci/gpu_sanitizers.sh's sanitizers.md)"},
   };
   for (const Case& k : cases) {
     const Outcome r = Call::run("--json " + json + " " + k.args);
