@@ -58,6 +58,19 @@ def parse_table(lines):
     return rows
 
 
+def parse_copy_bandwidth(lines):
+    """The copy bandwidth (TB/s) that the bench's process measured, the floor of its decode rows'
+    fractions (bench_attention.cpp prints it after its table); None without the line."""
+    for line in lines:
+        words = line.split()
+        if words[:3] == ["device", "copy", "bandwidth:"] and len(words) == 5 and words[4] == "TB/s":
+            try:
+                return float(words[3])
+            except ValueError:
+                return None
+    return None
+
+
 def keep_best(best, table):
     """Each row of `table` into `best` ({name: (us, frac)}) where its time is lower (or new)."""
     for row, (us, frac) in table.items():

@@ -42,7 +42,7 @@ import re
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from attention_side_by_side import keep_best, parse_table  # noqa: E402
+from attention_side_by_side import keep_best, parse_copy_bandwidth, parse_table  # noqa: E402
 from whole_file import write_whole  # noqa: E402
 
 TOOL = "one_call_tables"
@@ -50,10 +50,13 @@ MODES = ("invariant", "default")
 PREFILL = re.compile(r"^prefill(-cached)?/(invariant|default)/(?:hd=(\d+)/)?chunk=(\d+)(?:/cached=(\d+))?$")
 DECODE = re.compile(r"^decode-graph/(invariant|default)/batch=(\d+)/context=(\d+)$")
 MIXED = re.compile(r"^mixed/(invariant|default)/chunk=(\d+)/decodes=(\d+)/context=(\d+)$")
-BANDWIDTH = re.compile(r"^device copy bandwidth: ([0-9.]+) TB/s$")
 SHARED_DEVICE = 0.9  # a log whose copy bandwidth is below this x the best log's is left out
 MATMUL = re.compile(r"^geometric-mean throughput ratio invariant/cuBLAS over (\d+) (shapes|burst rows): "
                     r"([0-9.]+); worst ([0-9.]+)$")
+GTEST_OK = re.compile(r"^\[       OK \] (\S+)")
+GTEST_FAILED = re.compile(r"^\[  FAILED  \] ([^ ,]+).*\(\d+ ms\)$")  # (not the summary's list)
+GTEST_SUMMARY = re.compile(r"^\[  PASSED  \] (\d+) tests?\.")
+SANITIZER_TOTAL = re.compile(r"^\s*(memcheck|racecheck): (\d+) of (\d+) test cases clean$")
 
 
 def fail(message, code=1):
@@ -69,15 +72,6 @@ def read_lines(path, what):
         fail(f"{path}: cannot read the {what} ({e.strerror})")
 
 
-def copy_bandwidth(path, lines):
-    """The TB/s that the bench's process measured (its fractions' floor)."""
-    for line in lines:
-        m = BANDWIDTH.match(line.strip())
-        if m:
-            return float(m.group(1))
-    fail(f"{path}: no 'device copy bandwidth: X TB/s' line (a bench_cuda_attention log cut short?)")
-
-
 def best_rows(paths):
     """({row: (us, frac)}: each row's best time over the logs kept, [lines naming the logs left out])."""
     logs = []
@@ -86,7 +80,10 @@ def best_rows(paths):
         rows = parse_table(lines)
         if not rows:
             fail(f"{path}: no result rows (bench_cuda_attention's last table)")
-        logs.append((path, copy_bandwidth(path, lines), rows))
+        bandwidth = parse_copy_bandwidth(lines)
+        if bandwidth is None:
+            fail(f"{path}: no 'device copy bandwidth: X TB/s' line (a bench_cuda_attention log cut short?)")
+        logs.append((path, bandwidth, rows))
     top_path, top, _ = max(logs, key=lambda log: log[1])
     best, left_out = {}, []
     for path, bandwidth, rows in logs:
@@ -123,50 +120,49 @@ def read_matmul(path):
     return found
 
 
-GTEST_OK = re.compile(r"^\[       OK \] (\S+)")
-GTEST_FAILED = re.compile(r"^\[  FAILED  \] ([^ ,]+).*\(\d+ ms\)$")  # (not the summary's list)
-GTEST_SUMMARY = re.compile(r"^\[  PASSED  \] (\d+) tests?\.")
-SANITIZER_TOTAL = re.compile(r"^\s*(memcheck|racecheck): (\d+) of (\d+) test cases clean$")
+def read_card(path):
+    """The card's name (nvidia-smi's CSV line, name first), flagged where it is not an H200."""
+    lines = [line for line in read_lines(path, "card line") if line.strip()]
+    if not lines:
+        fail(f"{path}: empty (nvidia-smi --query-gpu=name,... --format=csv,noheader)")
+    name = lines[0].split(",")[0].strip()
+    return name + ("" if "H200" in name else " (not an H200: the targets are the H200's)")
 
 
-def read_checks(gpu, gpu_tests, sanitizers):
-    """{"device": ..., "gpu tests": ..., "memcheck": ..., "racecheck": ...}: one line of text each,
-    for the checks given."""
-    checks = {}
-    if gpu:
-        lines = [line for line in read_lines(gpu, "card line") if line.strip()]
-        if not lines:
-            fail(f"{gpu}: empty (nvidia-smi --query-gpu=name,... --format=csv,noheader)")
-        name = lines[0].split(",")[0].strip()
-        checks["device"] = name + ("" if "H200" in name else " (not an H200: the targets are the H200's)")
-    if gpu_tests:  # (one log or several: the suites run one by one)
-        passed, failed, cut = 0, [], []
-        for path in gpu_tests:
-            results, summary = 0, False
-            for line in read_lines(path, "gpu tests' log"):
-                if GTEST_OK.match(line):
-                    passed, results = passed + 1, results + 1
-                elif GTEST_FAILED.match(line):
-                    failed.append(GTEST_FAILED.match(line).group(1))
-                    results += 1
-                elif GTEST_SUMMARY.match(line):
-                    summary = True
-            if not results:
-                fail(f"{path}: no test results ('[       OK ]' or '[  FAILED  ]' lines)")
-            if not summary:
-                cut.append(path)
-        text = f"{passed} passed, " + (f"{len(failed)} failed ({', '.join(failed)})" if failed else "none failed")
-        checks["gpu tests"] = text + (f"; cut short before gtest's summary line: {', '.join(cut)}" if cut else "")
-    if sanitizers:
-        found = {}
-        for line in read_lines(sanitizers, "sanitizers' summary"):
-            m = SANITIZER_TOTAL.match(line)
-            if m:
-                found[m.group(1)] = f"{m.group(2)} of {m.group(3)} test cases clean"
-        if not found:
-            fail(f"{sanitizers}: no 'TOOL: N of M test cases clean' line (ci/gpu_sanitizers.sh's sanitizers.md)")
-        checks.update(found)
-    return checks
+def read_gpu_tests(paths):
+    """Tests passed and failed over gpu_tests' logs (the suites may run one by one), and the logs
+    cut short before gtest's summary line."""
+    passed, failed, cut = 0, [], []
+    for path in paths:
+        results, summary = 0, False
+        for line in read_lines(path, "gpu tests' log"):
+            ok, bad = GTEST_OK.match(line), GTEST_FAILED.match(line)
+            if ok or bad:
+                results += 1
+                if ok:
+                    passed += 1
+                else:
+                    failed.append(bad.group(1))
+            elif GTEST_SUMMARY.match(line):
+                summary = True
+        if not results:
+            fail(f"{path}: no test results ('[       OK ]' or '[  FAILED  ]' lines)")
+        if not summary:
+            cut.append(path)
+    text = f"{passed} passed, " + (f"{len(failed)} failed ({', '.join(failed)})" if failed else "none failed")
+    return text + (f"; cut short before gtest's summary line: {', '.join(cut)}" if cut else "")
+
+
+def read_sanitizers(path):
+    """{tool: "N of M test cases clean"} of ci/gpu_sanitizers.sh's sanitizers.md."""
+    found = {}
+    for line in read_lines(path, "sanitizers' summary"):
+        m = SANITIZER_TOTAL.match(line)
+        if m:
+            found[m.group(1)] = f"{m.group(2)} of {m.group(3)} test cases clean"
+    if not found:
+        fail(f"{path}: no 'TOOL: N of M test cases clean' line (ci/gpu_sanitizers.sh's sanitizers.md)")
+    return found
 
 
 def cell(values, fmt="{:.3f}"):
@@ -284,7 +280,13 @@ def main():
         print(f"{TOOL}: left out {line}", file=sys.stderr)
     sdpa = read_sdpa(args.sdpa) if args.sdpa else {}
     matmul = read_matmul(args.matmul) if args.matmul else None
-    checks = read_checks(args.gpu, args.gpu_tests, args.sanitizers)
+    checks = {}  # (the card, then the checks in the order the tables list them)
+    if args.gpu:
+        checks["device"] = read_card(args.gpu)
+    if args.gpu_tests:
+        checks["gpu tests"] = read_gpu_tests(args.gpu_tests)
+    if args.sanitizers:
+        checks.update(read_sanitizers(args.sanitizers))
     prefill_lines, prefill = prefill_tables(rows, sdpa)
     decode_lines, decode = decode_table(rows, sdpa)
     mixed_lines, mixed = mixed_table(rows)

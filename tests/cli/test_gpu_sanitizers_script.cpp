@@ -142,7 +142,8 @@ TEST(GpuSanitizersScript, StoppedSweepStopsItsRunningShards) {
                   (dir / "gpu_tests").string() + "' '" + (dir / "out").string() + "' 1 60 'Fake.Slow'");
   EXPECT_EQ(o.code, 124) << o.out << o.err;
   ASSERT_TRUE(fs::exists(pid_file)) << "the slow shard never started: " << o.out << o.err;
-  const std::string pid = read_text(pid_file.string()).substr(0, read_text(pid_file.string()).find('\n'));
+  const std::string written = read_text(pid_file.string());
+  const std::string pid = written.substr(0, written.find('\n'));
   // (kill -0: the process exists; a few tries for the group's signal to land)
   const testing::Outcome alive =
       run_command("for i in 1 2 3 4 5 6 7 8 9 10; do kill -0 " + pid + " 2>/dev/null || exit 0; sleep 0.2; done; "
