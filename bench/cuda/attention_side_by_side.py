@@ -15,7 +15,10 @@ per group of rows.
 
 A row's group is its name without the key=value parts after the first (hd= kept): prefill/
 invariant/chunk=1024 is in prefill/invariant, prefill-cached/default/hd=64/chunk=256/cached=2048
-in prefill-cached/default/hd=64. Exit status: 0 every run ended well and every build has rows,
+in prefill-cached/default/hd=64. A run whose bench measured a copy bandwidth below 0.9x the best
+run's of the same call was measured while something else ran on the device: its rows are left out
+and its line in the summary says why (its fractions, taken against its own floor, would be wrong).
+Exit status: 0 every run ended well and every build has rows,
 1 a run failed (its status is in the summary, its rows missing or from its other runs) or a build
 has no rows, 2 bad arguments.
 """
@@ -31,6 +34,7 @@ import sys
 TOOL = "attention_side_by_side"
 BENCH = "bench_cuda_attention"
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+SHARED_DEVICE = 0.9  # a log whose copy bandwidth is below this x the best log's of its call is left out
 
 
 def fail(message, code=2):
@@ -71,6 +75,22 @@ def parse_copy_bandwidth(lines):
     return None
 
 
+def shared_device_logs(bandwidths):
+    """{log: why} for each log measured while the device was shared: its copy bandwidth below
+    SHARED_DEVICE x the best log's of the same call (a left-over sanitizer shard once halved it, and
+    the decode rows of that run read "1.870" of a floor it had measured too low). bandwidths:
+    {log: TB/s, or None for a log without the line, which is not judged here}. one_call_tables.py
+    leaves logs out through this too."""
+    known = {log: b for log, b in bandwidths.items() if b is not None}
+    if not known:
+        return {}
+    top_log = max(known, key=known.get)
+    top = known[top_log]
+    return {log: f"device copy bandwidth {b:.2f} TB/s, {b / top:.2f}x {top_log}'s {top:.2f} "
+                 "(the device was shared while it ran)"
+            for log, b in known.items() if b < SHARED_DEVICE * top}
+
+
 def keep_best(best, table):
     """Each row of `table` into `best` ({name: (us, frac)}) where its time is lower (or new)."""
     for row, (us, frac) in table.items():
@@ -78,10 +98,12 @@ def keep_best(best, table):
             best[row] = (us, frac)
 
 
-def read_table(path):
+def read_log(path):
+    """(rows, copy bandwidth or None) of one bench log."""
     try:
         with open(path, errors="replace") as f:
-            return parse_table(f)
+            lines = f.read().splitlines()
+        return parse_table(lines), parse_copy_bandwidth(lines)
     except OSError as e:
         fail(f"{path}: cannot read the log ({e.strerror})")
 
@@ -98,13 +120,22 @@ def geomean(values):
 def summarise(builds):
     """builds: [(name, [{"log": path, "rc": int or None}])] in order, the first the baseline.
     Returns the summary as a dict (what summary.json holds) and as text."""
+    tables = {}  # log -> its rows
+    bandwidths = {}  # log -> its copy bandwidth
+    for _, runs in builds:
+        for run in runs:
+            tables[run["log"]], bandwidths[run["log"]] = read_log(run["log"])
+    shared = shared_device_logs(bandwidths)
     best = {}  # name -> row -> (us, frac)
     order = []  # rows in the order the logs first give them
     for name, runs in builds:
         rows = best.setdefault(name, {})
         for run in runs:
-            table = read_table(run["log"])
+            table = tables[run["log"]]
             run["rows"] = len(table)
+            if run["log"] in shared:
+                run["left_out"] = shared[run["log"]]
+                continue
             keep_best(rows, table)
             order += [row for row in table if row not in order]
     names = [n for n, _ in builds]
@@ -125,7 +156,8 @@ def summarise(builds):
     }
     lines = ["builds (each row's best time over a build's runs is kept):"]
     for n, runs in builds:
-        status = ", ".join(f"{os.path.basename(r['log'])}: {describe(r['rc'])}, {r['rows']} rows" for r in runs)
+        status = ", ".join(f"{os.path.basename(r['log'])}: {describe(r['rc'])}, {r['rows']} rows"
+                           + (f" left out: {r['left_out']}" if "left_out" in r else "") for r in runs)
         lines.append(f"  {n}: {status}")
     if len(names) > 1:
         lines.append(f"time / {base}'s time, geometric mean per group (rows):")
@@ -258,6 +290,8 @@ def main():
     args = parser.parse_args()
     summary = run(args) if args.command == "run" else given(args)
     bad_run = any(r["rc"] not in (None, 0) for b in summary["builds"] for r in b["runs"])
+    for r in (r for b in summary["builds"] for r in b["runs"] if "left_out" in r):
+        print(f"{TOOL}: left out {r['log']}: {r['left_out']}", file=sys.stderr)
     empty = [b["name"] for b in summary["builds"] if not any(b["name"] in v for v in summary["rows"].values())]
     for name in empty:
         print(f"{TOOL}: build {name}: no result rows in its logs", file=sys.stderr)

@@ -42,7 +42,7 @@ import re
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from attention_side_by_side import keep_best, parse_copy_bandwidth, parse_table  # noqa: E402
+from attention_side_by_side import keep_best, parse_copy_bandwidth, parse_table, shared_device_logs  # noqa: E402
 from whole_file import write_whole  # noqa: E402
 
 TOOL = "one_call_tables"
@@ -50,7 +50,6 @@ MODES = ("invariant", "default")
 PREFILL = re.compile(r"^prefill(-cached)?/(invariant|default)/(?:hd=(\d+)/)?chunk=(\d+)(?:/cached=(\d+))?$")
 DECODE = re.compile(r"^decode-graph/(invariant|default)/batch=(\d+)/context=(\d+)$")
 MIXED = re.compile(r"^mixed/(invariant|default)/chunk=(\d+)/decodes=(\d+)/context=(\d+)$")
-SHARED_DEVICE = 0.9  # a log whose copy bandwidth is below this x the best log's is left out
 MATMUL = re.compile(r"^geometric-mean throughput ratio invariant/cuBLAS over (\d+) (shapes|burst rows): "
                     r"([0-9.]+); worst ([0-9.]+)$")
 GTEST_OK = re.compile(r"^\[       OK \] (\S+)")
@@ -84,15 +83,12 @@ def best_rows(paths):
         if bandwidth is None:
             fail(f"{path}: no 'device copy bandwidth: X TB/s' line (a bench_cuda_attention log cut short?)")
         logs.append((path, bandwidth, rows))
-    top_path, top, _ = max(logs, key=lambda log: log[1])
-    best, left_out = {}, []
-    for path, bandwidth, rows in logs:
-        if bandwidth < SHARED_DEVICE * top:
-            left_out.append(f"{path}: device copy bandwidth {bandwidth:.2f} TB/s, {bandwidth / top:.2f}x "
-                            f"{top_path}'s {top:.2f} (the device was shared while it ran)")
-            continue
-        keep_best(best, rows)
-    return best, left_out
+    shared = shared_device_logs({path: bandwidth for path, bandwidth, _ in logs})
+    best = {}
+    for path, _, rows in logs:
+        if path not in shared:
+            keep_best(best, rows)
+    return best, [f"{path}: {why}" for path, why in shared.items()]
 
 
 def read_sdpa(path):

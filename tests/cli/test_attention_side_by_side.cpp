@@ -25,16 +25,17 @@ using testing::write_text;
 
 const char kTool[] = "python3 bench/cuda/attention_side_by_side.py";
 
-// The bench's last table (bench/cuda/bench_attention.cpp) with the given times of three rows.
-std::string table(double chunk1024, double chunk4096, double hd64) {
+// The bench's last table (bench/cuda/bench_attention.cpp) with the given times of three rows, and
+// the copy bandwidth its process measured.
+std::string table(double chunk1024, double chunk4096, double hd64, double bandwidth = 4.27) {
   char text[1024];
   std::snprintf(text, sizeof text,
                 "\n%-56s %10s %8s %8s %8s %8s\n"
                 "prefill/invariant/chunk=1024 %10.1f 250.0 0.250\n"
                 "prefill/invariant/chunk=4096 %10.1f 390.0 0.390\n"
                 "prefill-cached/default/hd=64/chunk=256/cached=2048 %10.1f 120.0 0.120\n"
-                "device copy bandwidth: 4.27 TB/s\n",
-                "attention", "us", "GB/s|TF", "frac", "frac_bw", "frac_tc", chunk1024, chunk4096, hd64);
+                "device copy bandwidth: %.2f TB/s\n",
+                "attention", "us", "GB/s|TF", "frac", "frac_bw", "frac_tc", chunk1024, chunk4096, hd64, bandwidth);
   return text;
 }
 
@@ -130,6 +131,39 @@ TEST(AttentionSideBySide, SummaryOfGivenLogsTakesANamesRunsTogether) {
   EXPECT_NE(squeezed.find("prefill-cached/default/hd=64 -"), std::string::npos) << r.out;
   EXPECT_NE(squeezed.find("50.0 0.120 -"), std::string::npos) << r.out;
   EXPECT_NE(read_text(dir + "/s.json").find("\"time_ratio\": 1.299"), std::string::npos);
+  fs::remove_all(dir);
+}
+
+// A run measured while the device was shared (its copy bandwidth below 0.9x the call's best) gives
+// rows of no worth: left out, named in the summary and on stderr; its inverse, a run at 0.93x, counts.
+TEST(AttentionSideBySide, ARunOfASharedDeviceIsLeftOutAndNamed) {
+  if (!have_program("python3")) GTEST_SKIP() << "no python3 on this machine";
+  const std::string dir = temp_path("side-by-side-shared");
+  fs::create_directories(dir);
+  write_text(dir + "/old.log", table(40, 400, 50, 4.20));
+  write_text(dir + "/new1.log", table(44, 440, 55, 4.27));
+  write_text(dir + "/new2.log", table(20, 200, 25, 2.10));  // faster rows, from a floor measured too low
+  const Outcome r = run_command(std::string(kTool) + " summary --json " + dir + "/s.json old=" + dir +
+                                "/old.log new=" + dir + "/new1.log new=" + dir + "/new2.log");
+  EXPECT_EQ(r.code, 0) << r.err;
+  const std::string squeezed = squeeze(r.out);
+  EXPECT_NE(squeezed.find("new: new1.log: log given, 3 rows, new2.log: log given, 3 rows left out: device copy "
+                          "bandwidth 2.10 TB/s, 0.49x " + dir + "/new1.log's 4.27 (the device was shared while it ran)"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(squeezed.find("prefill/invariant 1.100 (2)"), std::string::npos) << r.out;  // new1's rows only
+  EXPECT_NE(r.err.find("attention_side_by_side: left out " + dir + "/new2.log: device copy bandwidth 2.10 TB/s"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(read_text(dir + "/s.json").find("\"left_out\": \"device copy bandwidth 2.10 TB/s"), std::string::npos);
+
+  write_text(dir + "/new2.log", table(20, 200, 25, 3.97));  // 0.93x: the same device's spread
+  const Outcome kept = run_command(std::string(kTool) + " summary old=" + dir + "/old.log new=" + dir +
+                                   "/new1.log new=" + dir + "/new2.log");
+  EXPECT_EQ(kept.code, 0) << kept.err;
+  EXPECT_NE(squeeze(kept.out).find("prefill/invariant 0.500 (2)"), std::string::npos) << kept.out;
+  EXPECT_EQ(kept.out.find("left out"), std::string::npos) << kept.out;
+  EXPECT_EQ(kept.err.find("left out"), std::string::npos) << kept.err;
   fs::remove_all(dir);
 }
 
