@@ -92,16 +92,17 @@ def best_rows(paths):
 
 
 def read_sdpa(path):
-    """{row: frac} of sdpa_reference.py's JSON."""
+    """{row: frac} of sdpa_reference.py's JSON; a row the library refused (its "refused" reason in
+    place of a figure: cuDNN refuses some masks) has none, and its cell is "-"."""
     text = "\n".join(read_lines(path, "library reference"))
     try:
         data = json.loads(text)
         rows = data["rows"]
-        return {r["row"]: float(r["frac"]) for r in rows}
+        return {r["row"]: float(r["frac"]) for r in rows if "refused" not in r}
     except json.JSONDecodeError as e:
         fail(f"{path}: not JSON (line {e.lineno}: {e.msg})")
     except (KeyError, TypeError, ValueError) as e:
-        fail(f"{path}: rows: each needs 'row' and a numeric 'frac' ({type(e).__name__}: {e})")
+        fail(f"{path}: rows: each needs 'row' and a numeric 'frac' or a 'refused' reason ({type(e).__name__}: {e})")
 
 
 def read_matmul(path):

@@ -89,13 +89,15 @@ TEST(OneCallTables, TablesOfTheBestRowsWithTheLibraryAndTheTargets) {
   const std::string sdpa = c.file("sdpa.json", R"({"device": "x", "rows": [
       {"row": "sdpa/cudnn/chunk=1024/cached=0", "frac": 0.281},
       {"row": "sdpa/flash/chunk=4096/cached=0", "frac": 0.284},
-      {"row": "sdpa/cudnn/decode/batch=1/context=2048", "frac": 0.366}]})");
+      {"row": "sdpa/cudnn/decode/batch=1/context=2048", "frac": 0.366},
+      {"row": "sdpa/cudnn/chunk=4096/cached=0", "refused": "cuDNN refuses this mask"}]})");
   const std::string json = c.dir + "/tables.json";
   const Outcome r = Call::run("--sdpa " + sdpa + " --matmul " + c.file("m.log", kMatmul) + " --json " + json + " " +
                               a + " " + b);
   ASSERT_EQ(r.code, 0) << r.err;
   const std::string out = squeeze(r.out);
-  // inv / def time: 20 / 19 = 1.05, 270 / 290 = 0.93; cuDNN at 1024 only, FlashAttention 2 at 4096.
+  // inv / def time: 20 / 19 = 1.05, 270 / 290 = 0.93; cuDNN at 1024 only (it refused 4096),
+  // FlashAttention 2 at 4096.
   EXPECT_NE(out.find("| chunk 1024 / 4096 | 0.550 / 0.578 | 0.580 / 0.540 | 1.05 / 0.93 | 0.281 / - | - / 0.284 |"),
             std::string::npos)
       << r.out;
@@ -248,7 +250,7 @@ TEST(OneCallTables, BadInputsAreNamedAndNothingIsWritten) {
        c.dir + "/cut.log: no 'device copy bandwidth: X TB/s' line (a bench_cuda_attention log cut short?)"},
       {"--sdpa " + c.file("bad.json", "{\"rows\": [") + " " + good, c.dir + "/bad.json: not JSON (line 1: "},
       {"--sdpa " + c.file("nofrac.json", R"({"rows": [{"row": "sdpa/cudnn/chunk=1024/cached=0"}]})") + " " + good,
-       c.dir + "/nofrac.json: rows: each needs 'row' and a numeric 'frac' (KeyError: 'frac')"},
+       c.dir + "/nofrac.json: rows: each needs 'row' and a numeric 'frac' or a 'refused' reason (KeyError: 'frac')"},
       {"--matmul " + c.file("m.log", "nothing\n") + " " + good,
        c.dir + "/m.log: no 'geometric-mean throughput ratio invariant/cuBLAS over N shapes' line"},
       {"--gpu " + c.file("gpu.txt", "\n") + " " + good,

@@ -1,0 +1,112 @@
+#!/usr/bin/env bash
+# Issue 9's evidence from one device call, as bench/cuda/notes/calls.md's one-call sections take it:
+#   ci/gpu_one_call.sh BIN_DIR OUT [SECONDS]
+# BIN_DIR holds bench_cuda_attention, bench_cuda_matmul, gpu_tests, samebits and lib/ (the bundled
+# shared libraries, ../shared/tools/bundle-libs). The steps, the tables' inputs first so that a
+# call cut short still has them:
+#   card            nvidia-smi's line -> OUT/gpu.txt. REQUIRE_CARD=TEXT: a card whose line lacks TEXT
+#                   runs nothing (exit 3): the targets are the H200's, and a loan may give another card
+#   attention1, attention2   bench_cuda_attention twice (the tables keep each row's best, and leave
+#                   out a run whose copy bandwidth says the device was shared)
+#   matmul          bench_cuda_matmul: the 60 cases against cuBLASLt
+#   sdpa            bench/cuda/sdpa_reference.py: the library kernels on the same shapes (torch)
+#   golden_feynman_ci, golden_mutation   samebits golden check --backend cuda
+#   gpu_tests       GPU_TESTS_FILTER (default: all but GpuFixedExpf.*, the exp's sweep over all 2^32
+#                   inputs, ~40 s, which neither attention nor matmul touches)
+#   sanitizers      ci/gpu_sanitizers.sh, 4 shards at a time, over SANITIZER_FILTER (default: the
+#                   rmsnorm, prefill, output and mixed-batch tests, the kernels changed most), both
+#                   tools on the reduced shapes (SAMEBITS_GPU_SANITIZER_SHAPES=1: every kernel route,
+#                   fewer sizes), with a deadline inside the step's limit so that no shard outlives it
+#   golden_feynman  the full scenario: 1000 completions in both modes
+# then OUT/tables.md and OUT/tables.json: bench/cuda/one_call_tables.py over the benches, with the
+# card, the gpu tests and the sanitizers below the tables (written after sdpa too).
+# Each step's limit (its usual need on an H200, with room) is cut to what is left of SECONDS
+# (default 570: inside the device tool's 600 s a command); a step with under 5 s left is NOT RUN.
+# Logs go straight into OUT, so a call stopped from outside keeps what ran. The last lines: one a
+# step (exit status, seconds, limit), then the tables' verdicts.
+# Exit status: 0 every step ran and ended 0; 1 a step failed or did not run; 2 bad arguments;
+# 3 the card is not the one REQUIRE_CARD names (nothing run).
+set -uo pipefail
+usage="usage: ci/gpu_one_call.sh BIN_DIR OUT [SECONDS]"
+(($# >= 2 && $# <= 3)) || { echo "gpu_one_call: $usage" >&2; exit 2; }
+[[ -d $1 ]] || { echo "gpu_one_call: BIN_DIR $1 is not a folder" >&2; exit 2; }
+bin=$(cd "$1" && pwd)
+budget=${3:-570}
+[[ $budget =~ ^[0-9]+$ ]] && ((budget > 0)) || { echo "gpu_one_call: SECONDS $budget: a whole number above 0" >&2; exit 2; }
+for b in bench_cuda_attention bench_cuda_matmul gpu_tests samebits; do
+  [[ -x $bin/$b ]] || { echo "gpu_one_call: $bin/$b: no such executable" >&2; exit 2; }
+done
+mkdir -p "$2" || { echo "gpu_one_call: OUT $2: cannot make the folder" >&2; exit 2; }
+out=$(cd "$2" && pwd)
+cd "$(dirname "$0")/.." || exit 2  # (the goldens and scenarios are read from the repository)
+export LD_LIBRARY_PATH="$bin/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
+end=$((SECONDS + budget))
+steps=() failed=0
+
+if command -v nvidia-smi >/dev/null; then
+  nvidia-smi --query-gpu=name,memory.total,driver_version,power.limit,clocks.max.sm --format=csv,noheader \
+    >"$out/gpu.txt" 2>&1
+else
+  echo "no nvidia-smi on this machine" >"$out/gpu.txt"
+fi
+echo "card: $(head -1 "$out/gpu.txt")"
+if [[ -n ${REQUIRE_CARD:-} ]] && ! grep -q -- "$REQUIRE_CARD" "$out/gpu.txt"; then
+  echo "gpu_one_call: the card is not an $REQUIRE_CARD (REQUIRE_CARD): nothing run" >&2
+  exit 3
+fi
+
+# The limit a step of usual need LIMIT gets now: LIMIT, or what is left of the budget.
+limit_now() { local left=$((end - SECONDS)); echo $(($1 < left ? $1 : left)); }
+# step NAME LIMIT COMMAND...: runs COMMAND under the limit it gets now, its output in OUT/NAME.log.
+step() {
+  local name=$1 limit; limit=$(limit_now "$2"); shift 2
+  if ((limit < 5)); then
+    steps+=("$(printf '%-18s NOT RUN (the call'"'"'s %s s were spent)' "$name" "$budget")")
+    failed=1
+  else
+    local t0=$SECONDS rc
+    timeout --kill-after=10 "$limit" "$@" >"$out/$name.log" 2>&1
+    rc=$?
+    ((rc == 0)) || failed=1
+    steps+=("$(printf '%-18s rc %-3s %4s s (limit %s s)' "$name" "$rc" $((SECONDS - t0)) "$limit")")
+  fi
+  echo "${steps[-1]}"
+}
+tables() {
+  local args=(--json "$out/tables.json")
+  command -v nvidia-smi >/dev/null && args+=(--gpu "$out/gpu.txt")
+  [[ -s $out/sdpa.json ]] && args+=(--sdpa "$out/sdpa.json")
+  grep -qs "geometric-mean throughput ratio" "$out/matmul.log" && args+=(--matmul "$out/matmul.log")
+  grep -qs '^\[       OK \]\|^\[  FAILED  \]' "$out/gpu_tests.log" && args+=(--gpu-tests "$out/gpu_tests.log")
+  grep -qs "test cases clean" "$out/san/sanitizers.md" && args+=(--sanitizers "$out/san/sanitizers.md")
+  local logs=()
+  for f in "$out"/attention1.log "$out"/attention2.log; do grep -qs "device copy bandwidth" "$f" && logs+=("$f"); done
+  if ((${#logs[@]} == 0)); then
+    echo "no bench_cuda_attention log with its table: no tables" >"$out/tables.md"
+  elif ! python3 bench/cuda/one_call_tables.py "${args[@]}" "${logs[@]}" >"$out/tables.md" 2>&1; then
+    failed=1
+  fi
+}
+golden() { step "golden_$1" "$2" "$bin/samebits" golden check "scenarios/$1.yaml" --backend cuda --no-progress; }
+
+step attention1 60 "$bin/bench_cuda_attention"
+step attention2 60 "$bin/bench_cuda_attention"
+step matmul 90 "$bin/bench_cuda_matmul"
+step sdpa 50 python3 bench/cuda/sdpa_reference.py --json "$out/sdpa.json"
+tables
+golden feynman_ci 40
+golden mutation 40
+step gpu_tests 175 "$bin/gpu_tests" --gtest_filter="${GPU_TESTS_FILTER:--GpuFixedExpf.*}"
+san_limit=$(limit_now 125)
+((san_limit >= 25)) || san_limit=0  # (too little left for a shard: not run)
+step sanitizers "$san_limit" env SANITIZER_DEADLINE=$((san_limit - 15)) SAMEBITS_GPU_SANITIZER_SHAPES=1 \
+  ci/gpu_sanitizers.sh "$bin/gpu_tests" "$out/san" 4 $((san_limit - 20)) \
+  "${SANITIZER_FILTER:-GpuRmsNorm.*:GpuAttentionPrefill.*:GpuAttentionOutput.*:GpuAttention.MixedBatchMatchesCpuBackend}"
+golden feynman 60
+tables
+
+echo "=== steps"
+printf '%s\n' "${steps[@]}" | tee "$out/steps.txt"
+echo "=== tables (OUT/tables.md)"
+sed -n '/^| target /,$p' "$out/tables.md"
+exit $failed

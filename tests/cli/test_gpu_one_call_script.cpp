@@ -1,0 +1,173 @@
+// ci/gpu_one_call.sh (issue 9's evidence from one device call) on a machine without a GPU: stand-in
+// binaries, nvidia-smi and compute-sanitizer (shell scripts written here) and the stand-in torch of
+// tests/cli/fake_torch play a call. The steps run in their order and the tables sum them up; a
+// failing gpu test fails the call (its inverse of exit 0); a card other than REQUIRE_CARD's runs
+// nothing; a budget spent leaves the later steps NOT RUN and keeps the tables of what ran.
+#include <algorithm>
+#include <filesystem>
+#include <string>
+
+#include "gtest/gtest.h"
+#include "tests/cli/subprocess.h"
+
+namespace samebits {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::have_program;
+using testing::Outcome;
+using testing::read_text;
+using testing::run_command;
+using testing::squeeze;
+using testing::temp_path;
+using testing::write_script;
+using testing::write_text;
+
+// dir/tools: nvidia-smi (the card in dir/card), compute-sanitizer; dir/bin: the four binaries, each
+// appending "NAME ARGS" to dir/runs. gpu_tests lists GpuRmsNorm.A and GpuAttentionPrefill.B, and
+// fails B where dir/fail exists; bench_cuda_attention sleeps dir/sleep seconds where it exists.
+struct Call {
+  fs::path dir = temp_path("one-call");
+  fs::path bin = dir / "bin", out = dir / "out";
+  Call() {
+    fs::create_directories(dir / "tools");
+    fs::create_directories(bin);
+    const std::string d = dir.string();
+    write_text(dir / "card", "NVIDIA H200, 143771 MiB, 580.159.04, 700.00 W, 1980 MHz\n");
+    write_script(dir / "tools" / "nvidia-smi", "#!/bin/bash\ncat " + d + "/card\n");
+    write_script(dir / "tools" / "compute-sanitizer", R"sh(#!/bin/bash
+while [[ $1 == --* ]]; do case $1 in --tool|--leak-check|--error-exitcode) shift 2;; *) shift;; esac; done
+"$@"; rc=$?
+echo "========= ERROR SUMMARY: 0 errors"
+echo "========= RACECHECK SUMMARY: 0 hazards displayed (0 errors, 0 warnings)"
+exit $rc
+)sh");
+    const std::string log = "echo \"$(basename \"$0\") $*\" >> " + d + "/runs\n";
+    write_script(bin / "bench_cuda_attention",
+                 "#!/bin/bash\n" + log + "[[ -f " + d + "/sleep ]] && sleep $(cat " + d + "/sleep)\n" +
+                     "echo 'attention us GB/s|TF frac frac_bw frac_tc'\n"
+                     "echo 'prefill/invariant/chunk=1024 20.0 1 0.250'\necho 'prefill/default/chunk=1024 19.0 1 0.263'\n"
+                     "echo 'decode-graph/invariant/batch=16/context=2048 40.0 1 0.800'\n"
+                     "echo 'device copy bandwidth: 4.27 TB/s'\n");
+    write_script(bin / "bench_cuda_matmul",
+                 "#!/bin/bash\n" + log +
+                     "echo 'geometric-mean throughput ratio invariant/cuBLAS over 60 shapes: 0.955; worst 0.815'\n");
+    write_script(bin / "gpu_tests", "#!/bin/bash\n" + log + R"sh(for a in "$@"; do [[ $a == --gtest_list_tests ]] && { printf 'GpuRmsNorm.\n  A\nGpuAttentionPrefill.\n  B\n'; exit 0; }; done
+echo "[ RUN      ] GpuRmsNorm.A"; echo "[       OK ] GpuRmsNorm.A (1 ms)"
+echo "[ RUN      ] GpuAttentionPrefill.B"
+if [[ -f )sh" + d + R"sh(/fail ]]; then echo "[  FAILED  ] GpuAttentionPrefill.B (2 ms)"; echo "[  PASSED  ] 1 test."; exit 1; fi
+echo "[       OK ] GpuAttentionPrefill.B (2 ms)"; echo "[  PASSED  ] 2 tests."
+)sh");
+    write_script(bin / "samebits", "#!/bin/bash\n" + log + "echo \"golden check $3: pass\"\n");
+  }
+  ~Call() { fs::remove_all(dir); }
+  Outcome run(const std::string& env, const std::string& args = "") const {
+    return run_command("PATH=" + (dir / "tools").string() +
+                       ":$PATH PYTHONDONTWRITEBYTECODE=1 PYTHONPATH=tests/cli/fake_torch " + env +
+                       " ci/gpu_one_call.sh " + bin.string() + " " + out.string() + " " + args);
+  }
+  std::string runs() const { return read_text(dir / "runs"); }
+};
+
+TEST(GpuOneCallScript, RunsEveryStepInOrderAndSumsThemUpBelowTheTables) {
+  if (!have_program("python3")) GTEST_SKIP() << "no python3 on this machine";
+  Call c;
+  const Outcome r = c.run("REQUIRE_CARD=H200");
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+  // The benches first, then the short goldens, the tests, the sanitizers, the full golden; the
+  // sanitizers' four shards (each case under each tool) run side by side, in any order.
+  std::string in_turn, shards;
+  const std::string runs = c.runs();
+  for (size_t at = 0, end; at < runs.size(); at = end + 1) {
+    end = runs.find('\n', at);
+    const std::string line = runs.substr(at, end - at + 1);
+    (line.find("--gtest_brief=1") == std::string::npos ? in_turn : shards) += line;
+  }
+  EXPECT_EQ(in_turn,
+            "bench_cuda_attention \nbench_cuda_attention \nbench_cuda_matmul \n"
+            "samebits golden check scenarios/feynman_ci.yaml --backend cuda --no-progress\n"
+            "samebits golden check scenarios/mutation.yaml --backend cuda --no-progress\n"
+            "gpu_tests --gtest_filter=-GpuFixedExpf.*\n"
+            "gpu_tests --gtest_list_tests --gtest_filter=GpuRmsNorm.*:GpuAttentionPrefill.*:GpuAttentionOutput.*:"
+            "GpuAttention.MixedBatchMatchesCpuBackend:-GpuMutationSuite.*\n"
+            "samebits golden check scenarios/feynman.yaml --backend cuda --no-progress\n");
+  EXPECT_EQ(std::count(shards.begin(), shards.end(), '\n'), 4) << shards;
+  const std::string steps = squeeze(read_text(c.out / "steps.txt"));
+  for (const char* name : {"attention1", "attention2", "matmul", "sdpa", "golden_feynman_ci", "golden_mutation",
+                           "gpu_tests", "sanitizers", "golden_feynman"}) {
+    EXPECT_NE(steps.find(std::string(name) + " rc 0 "), std::string::npos) << name << "\n" << steps;
+  }
+  const std::string tables = squeeze(read_text(c.out / "tables.md"));
+  EXPECT_NE(tables.find("Device: NVIDIA H200\n"), std::string::npos) << tables;
+  // (the library's columns from the stand-in torch: 50 us a call, 0.174 of the rate at chunk 1024)
+  EXPECT_NE(tables.find("| chunk 1024 | 0.250 | 0.263 | 1.05 | 0.174 | 0.174 |"), std::string::npos) << tables;
+  EXPECT_NE(tables.find("none below 0.75 | 0.955, worst 0.815 | yes |"), std::string::npos) << tables;
+  EXPECT_NE(tables.find("Checks in the same call:\n- gpu tests: 2 passed, none failed\n"
+                        "- memcheck: 2 of 2 test cases clean\n- racecheck: 2 of 2 test cases clean"),
+            std::string::npos)
+      << tables;
+  EXPECT_NE(read_text(c.out / "tables.json").find("\"gpu tests\": \"2 passed, none failed\""), std::string::npos);
+  EXPECT_NE(r.out.find("=== tables (OUT/tables.md)\n| target | values | met |"), std::string::npos) << r.out;
+
+  // The inverse: a gpu test that fails fails the call, and the tables name it.
+  write_text(c.dir / "fail", "");
+  fs::remove_all(c.out);
+  const Outcome failing = c.run("");
+  EXPECT_EQ(failing.code, 1) << failing.out << failing.err;
+  EXPECT_NE(squeeze(read_text(c.out / "steps.txt")).find("gpu_tests rc 1 "), std::string::npos);
+  EXPECT_NE(read_text(c.out / "tables.md").find("- gpu tests: 1 passed, 1 failed (GpuAttentionPrefill.B)"),
+            std::string::npos)
+      << read_text(c.out / "tables.md");
+}
+
+TEST(GpuOneCallScript, AnotherCardThanTheOneRequiredRunsNothing) {
+  Call c;
+  write_text(c.dir / "card", "NVIDIA H100 80GB HBM3, 81559 MiB, 580.159.04, 700.00 W, 1980 MHz\n");
+  const Outcome r = c.run("REQUIRE_CARD=H200");
+  EXPECT_EQ(r.code, 3) << r.out << r.err;
+  EXPECT_EQ(r.err, "gpu_one_call: the card is not an H200 (REQUIRE_CARD): nothing run\n");
+  EXPECT_EQ(read_text(c.out / "gpu.txt"), read_text(c.dir / "card"));  // (which card it was, kept)
+  EXPECT_FALSE(fs::exists(c.dir / "runs"));
+}
+
+// A budget spent: the steps after it are NOT RUN and fail the call, the tables keep what ran.
+TEST(GpuOneCallScript, ASpentBudgetLeavesTheLaterStepsNotRunAndKeepsTheTables) {
+  if (!have_program("python3")) GTEST_SKIP() << "no python3 on this machine";
+  Call c;
+  write_text(c.dir / "sleep", "3");
+  const Outcome r = c.run("", "8");
+  EXPECT_EQ(r.code, 1) << r.out << r.err;
+  const std::string steps = squeeze(read_text(c.out / "steps.txt"));
+  EXPECT_NE(steps.find("attention1 rc 0 "), std::string::npos) << steps;
+  for (const char* name : {"matmul", "sdpa", "golden_feynman_ci", "gpu_tests", "sanitizers", "golden_feynman"}) {
+    EXPECT_NE(steps.find(std::string(name) + " NOT RUN (the call's 8 s were spent)"), std::string::npos)
+        << name << "\n" << steps;
+  }
+  EXPECT_EQ(read_text(c.dir / "runs").find("bench_cuda_matmul"), std::string::npos);
+  EXPECT_NE(read_text(c.out / "tables.md").find("| chunk 1024 | 0.250 | 0.263 | 1.05 | - | - |"), std::string::npos)
+      << read_text(c.out / "tables.md");
+}
+
+TEST(GpuOneCallScript, BadArgumentsAreOneLineErrorsAndRunNothing) {
+  Call c;
+  fs::remove(c.bin / "samebits");
+  const struct {
+    std::string args, says;
+  } cases[] = {
+      {c.bin.string(), "usage: ci/gpu_one_call.sh BIN_DIR OUT [SECONDS]"},
+      {(c.dir / "none").string() + " " + c.out.string(), "BIN_DIR " + (c.dir / "none").string() + " is not a folder"},
+      {c.bin.string() + " " + c.out.string() + " 0", "SECONDS 0: a whole number above 0"},
+      {c.bin.string() + " " + c.out.string() + " 9x", "SECONDS 9x: a whole number above 0"},
+      {c.bin.string() + " " + c.out.string(), c.bin.string() + "/samebits: no such executable"},
+  };
+  for (const auto& k : cases) {
+    const Outcome r = run_command("ci/gpu_one_call.sh " + k.args);
+    EXPECT_EQ(r.code, 2) << k.args;
+    EXPECT_EQ(r.err, "gpu_one_call: " + k.says + "\n") << k.args;
+    EXPECT_FALSE(fs::exists(c.out)) << k.args;
+  }
+  EXPECT_FALSE(fs::exists(c.dir / "runs"));
+}
+
+}  // namespace
+}  // namespace samebits
