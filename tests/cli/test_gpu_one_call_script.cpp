@@ -146,6 +146,15 @@ TEST(GpuOneCallScript, ASpentBudgetLeavesTheLaterStepsNotRunAndKeepsTheTables) {
   EXPECT_EQ(read_text(c.dir / "runs").find("bench_cuda_matmul"), std::string::npos);
   EXPECT_NE(read_text(c.out / "tables.md").find("| chunk 1024 | 0.250 | 0.263 | 1.05 | - | - |"), std::string::npos)
       << read_text(c.out / "tables.md");
+  // A budget too small for any step: no tables, and the call says so in place of the verdicts.
+  fs::remove_all(c.out);
+  const Outcome none = c.run("", "4");
+  EXPECT_EQ(none.code, 1) << none.out << none.err;
+  EXPECT_NE(squeeze(read_text(c.out / "steps.txt")).find("attention1 NOT RUN (the call's 4 s were spent)"),
+            std::string::npos);
+  EXPECT_NE(none.out.find("=== tables (OUT/tables.md)\nno bench_cuda_attention log with its table: no tables\n"),
+            std::string::npos)
+      << none.out;
 }
 
 TEST(GpuOneCallScript, BadArgumentsAreOneLineErrorsAndRunNothing) {
