@@ -22,7 +22,9 @@
 # card, the gpu tests and the sanitizers below the tables (written after sdpa too).
 # Each step's limit (its usual need on an H200, with room) is cut to what is left of SECONDS
 # (default 570: inside the device tool's 600 s a command); a step with under 5 s left is NOT RUN.
-# Logs go straight into OUT, so a call stopped from outside keeps what ran. The last lines: one a
+# Logs go straight into OUT, so a call stopped from outside keeps what ran; at the end all of OUT is
+# packed into OUT/one_call.tgz as well (the device tool brings back only a few files of OUT: keep
+# that one there, `find "$OUT" -mindepth 1 ! -name one_call.tgz -delete`). The last lines: one a
 # step (exit status, seconds, limit), then the tables' verdicts.
 # Exit status: 0 every step ran and ended 0; 1 a step failed or did not run; 2 bad arguments;
 # 3 the card is not the one REQUIRE_CARD names (nothing run).
@@ -109,4 +111,5 @@ echo "=== steps"
 printf '%s\n' "${steps[@]}" | tee "$out/steps.txt"
 echo "=== tables (OUT/tables.md)"
 if grep -q '^| target ' "$out/tables.md"; then sed -n '/^| target /,$p' "$out/tables.md"; else cat "$out/tables.md"; fi
+tar -czf "$out/one_call.tgz" --exclude=./one_call.tgz -C "$out" . || failed=1
 exit $failed

@@ -70,7 +70,7 @@ echo "[       OK ] GpuAttentionPrefill.B (2 ms)"; echo "[  PASSED  ] 2 tests."
 };
 
 TEST(GpuOneCallScript, RunsEveryStepInOrderAndSumsThemUpBelowTheTables) {
-  if (!have_program("python3")) GTEST_SKIP() << "no python3 on this machine";
+  if (!have_program("python3") || !have_program("tar")) GTEST_SKIP() << "no python3 or tar here";
   Call c;
   const Outcome r = c.run("REQUIRE_CARD=H200");
   EXPECT_EQ(r.code, 0) << r.out << r.err;
@@ -108,6 +108,12 @@ TEST(GpuOneCallScript, RunsEveryStepInOrderAndSumsThemUpBelowTheTables) {
       << tables;
   EXPECT_NE(read_text(c.out / "tables.json").find("\"gpu tests\": \"2 passed, none failed\""), std::string::npos);
   EXPECT_NE(r.out.find("=== tables (OUT/tables.md)\n| target | values | met |"), std::string::npos) << r.out;
+  // Everything in one archive too, for a device that brings back only a few files.
+  const Outcome listed = run_command("tar -tzf " + (c.out / "one_call.tgz").string() + " | sort");
+  for (const char* file : {"./tables.md", "./steps.txt", "./gpu_tests.log", "./san/sanitizers.md", "./sdpa.json"}) {
+    EXPECT_NE(listed.out.find(std::string(file) + "\n"), std::string::npos) << file << "\n" << listed.out;
+  }
+  EXPECT_EQ(listed.out.find("one_call.tgz"), std::string::npos) << listed.out;
 
   // The inverse: a gpu test that fails fails the call, and the tables name it.
   write_text(c.dir / "fail", "");
