@@ -26,7 +26,8 @@
 # packed into OUT/one_call.tgz as well (the device tool brings back only a few files of OUT: keep
 # that one there, `find "$OUT" -mindepth 1 ! -name one_call.tgz -delete`). The last lines: one a
 # step (exit status, seconds, limit), then the tables' verdicts.
-# Exit status: 0 every step ran and ended 0; 1 a step failed or did not run; 2 bad arguments;
+# Exit status: 0 every step ran and ended 0; 1 a step failed or did not run; 2 bad arguments (OUT
+# must be new or empty);
 # 3 the card is not the one REQUIRE_CARD names (nothing run).
 set -uo pipefail
 usage="usage: ci/gpu_one_call.sh BIN_DIR OUT [SECONDS]"
@@ -38,6 +39,8 @@ budget=${3:-570}
 for b in bench_cuda_attention bench_cuda_matmul gpu_tests samebits; do
   [[ -x $bin/$b ]] || { echo "gpu_one_call: $bin/$b: no such executable" >&2; exit 2; }
 done
+# (a call's logs are never mixed with an earlier call's: the tables would read a stale one)
+[[ ! -e $2 || -d $2 && -z $(ls -A "$2") ]] || { echo "gpu_one_call: OUT $2 is not a new or empty folder" >&2; exit 2; }
 mkdir -p "$2" || { echo "gpu_one_call: OUT $2: cannot make the folder" >&2; exit 2; }
 out=$(cd "$2" && pwd)
 cd "$(dirname "$0")/.." || exit 2  # (the goldens and scenarios are read from the repository)

@@ -182,6 +182,15 @@ TEST(GpuOneCallScript, BadArgumentsAreOneLineErrorsAndRunNothing) {
     EXPECT_FALSE(fs::exists(c.out)) << k.args;
   }
   EXPECT_FALSE(fs::exists(c.dir / "runs"));
+  // An OUT that holds an earlier call's files: refused, the files as they were.
+  write_script(c.bin / "samebits", "#!/bin/bash\n");
+  fs::create_directories(c.out);
+  write_text(c.out / "sdpa.json", "earlier");
+  const Outcome used = run_command("ci/gpu_one_call.sh " + c.bin.string() + " " + c.out.string());
+  EXPECT_EQ(used.code, 2);
+  EXPECT_EQ(used.err, "gpu_one_call: OUT " + c.out.string() + " is not a new or empty folder\n");
+  EXPECT_EQ(read_text(c.out / "sdpa.json"), "earlier");
+  EXPECT_FALSE(fs::exists(c.dir / "runs"));
 }
 
 }  // namespace
