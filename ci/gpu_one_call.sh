@@ -114,5 +114,7 @@ echo "=== steps"
 printf '%s\n' "${steps[@]}" | tee "$out/steps.txt"
 echo "=== tables (OUT/tables.md)"
 if grep -q '^| target ' "$out/tables.md"; then sed -n '/^| target /,$p' "$out/tables.md"; else cat "$out/tables.md"; fi
-tar -czf "$out/one_call.tgz" --exclude=./one_call.tgz -C "$out" . || failed=1
+# (packed beside OUT, then moved in: tar reading the folder it writes into fails, "file changed as
+# we read it", H100 2026-12-06)
+packed=$(mktemp) && tar -czf "$packed" -C "$out" . && mv "$packed" "$out/one_call.tgz" || failed=1
 exit $failed
