@@ -48,7 +48,9 @@ export LD_LIBRARY_PATH="$bin/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
 end=$((SECONDS + budget))
 steps=() failed=0
 
+card_args=()  # (the tables name the card where nvidia-smi gave its line)
 if command -v nvidia-smi >/dev/null; then
+  card_args=(--gpu "$out/gpu.txt")
   nvidia-smi --query-gpu=name,memory.total,driver_version,power.limit,clocks.max.sm --format=csv,noheader \
     >"$out/gpu.txt" 2>&1
 else
@@ -78,8 +80,7 @@ step() {
   echo "${steps[-1]}"
 }
 tables() {
-  local args=(--json "$out/tables.json")
-  command -v nvidia-smi >/dev/null && args+=(--gpu "$out/gpu.txt")
+  local args=(--json "$out/tables.json" "${card_args[@]}")
   [[ -s $out/sdpa.json ]] && args+=(--sdpa "$out/sdpa.json")
   grep -qs "geometric-mean throughput ratio" "$out/matmul.log" && args+=(--matmul "$out/matmul.log")
   grep -qs '^\[       OK \]\|^\[  FAILED  \]' "$out/gpu_tests.log" && args+=(--gpu-tests "$out/gpu_tests.log")
