@@ -101,12 +101,13 @@ done
 [[ -f "$out/matmul_compare.txt" ]] && cat "$out/matmul_compare.txt"
 if [[ -f "$out/bench_attention.log" ]]; then
   # Issue 9's tables and each target's verdict from this call's logs (bench/cuda/one_call_tables.py).
-  tables=(python3 "$(dirname "$0")/../bench/cuda/one_call_tables.py" --json "$out/tables.json")
-  [[ -f "$out/sdpa_reference.json" ]] && tables+=(--sdpa "$out/sdpa_reference.json")
-  [[ -f "$out/bench_matmul.log" ]] && tables+=(--matmul "$out/bench_matmul.log")
-  command -v nvidia-smi >/dev/null && tables+=(--gpu "$out/gpu.txt")
-  for f in "$out"/tests_*.log; do [[ -f $f ]] && tables+=(--gpu-tests "$f"); done
-  "${tables[@]}" "$out/bench_attention.log" > "$out/tables.md" 2>&1
+  source "$(dirname "$0")/tables_inputs.sh"
+  command -v nvidia-smi >/dev/null && table_input --gpu "$out/gpu.txt"
+  table_input --sdpa "$out/sdpa_reference.json"
+  table_input --matmul "$out/bench_matmul.log"
+  for f in "$out"/tests_*.log; do table_input --gpu-tests "$f"; done
+  table_input attention "$out/bench_attention.log"
+  write_tables "$out/tables.md" "$out/tables.json"
   cat "$out/tables.md"
 fi
 printf '%s\n' "${summary[@]}" | tee "$out/summary.txt"

@@ -48,9 +48,7 @@ export LD_LIBRARY_PATH="$bin/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
 end=$((SECONDS + budget))
 steps=() failed=0
 
-card_args=()  # (the tables name the card where nvidia-smi gave its line)
 if command -v nvidia-smi >/dev/null; then
-  card_args=(--gpu "$out/gpu.txt")
   nvidia-smi --query-gpu=name,memory.total,driver_version,power.limit,clocks.max.sm --format=csv,noheader \
     >"$out/gpu.txt" 2>&1
 else
@@ -79,19 +77,17 @@ step() {
   fi
   echo "${steps[-1]}"
 }
-tables() {
-  local args=(--json "$out/tables.json" "${card_args[@]}")
-  [[ -s $out/sdpa.json ]] && args+=(--sdpa "$out/sdpa.json")
-  grep -qs "geometric-mean throughput ratio" "$out/matmul.log" && args+=(--matmul "$out/matmul.log")
-  grep -qs '^\[       OK \]\|^\[  FAILED  \]' "$out/gpu_tests.log" && args+=(--gpu-tests "$out/gpu_tests.log")
-  grep -qs "test cases clean" "$out/san/sanitizers.md" && args+=(--sanitizers "$out/san/sanitizers.md")
-  local logs=()
-  for f in "$out"/attention1.log "$out"/attention2.log; do grep -qs "device copy bandwidth" "$f" && logs+=("$f"); done
-  if ((${#logs[@]} == 0)); then
-    echo "no bench_cuda_attention log with its table: no tables" >"$out/tables.md"
-  elif ! python3 bench/cuda/one_call_tables.py "${args[@]}" "${logs[@]}" >"$out/tables.md" 2>&1; then
-    failed=1
-  fi
+source ci/tables_inputs.sh
+tables() {  # (again after the later steps: the tests and sanitizers join the inputs)
+  tables_args=() tables_logs=()
+  command -v nvidia-smi >/dev/null && table_input --gpu "$out/gpu.txt"
+  table_input --sdpa "$out/sdpa.json"
+  table_input --matmul "$out/matmul.log"
+  table_input --gpu-tests "$out/gpu_tests.log"
+  table_input --sanitizers "$out/san/sanitizers.md"
+  table_input attention "$out/attention1.log"
+  table_input attention "$out/attention2.log"
+  write_tables "$out/tables.md" "$out/tables.json" || failed=1
 }
 golden() { step "golden_$1" "$2" "$bin/samebits" golden check "scenarios/$1.yaml" --backend cuda --no-progress; }
 

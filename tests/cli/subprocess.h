@@ -33,6 +33,10 @@ std::string temp_path(const std::string& name);  // a fresh path under the temp 
 std::string read_text(const std::string& path);  // the file's bytes; "" when it cannot be read
 void write_text(const std::string& path, const std::string& text);  // the file's bytes, replaced
 void write_script(const std::string& path, const std::string& text);  // an executable file (mode 0755)
+// A stand-in compute-sanitizer for the tests of the GPU scripts on machines without one: like the
+// real tool it runs the command after its options, exports the tool's name (FAKE_TOOL) to it,
+// ends with both tools' summaries, and gives a child's exit status 9 the real tool's two lines.
+void write_stand_in_compute_sanitizer(const std::string& path);
 // The text with each run of spaces as one space: for tables whose column widths are not under test.
 std::string squeeze(const std::string& text);
 

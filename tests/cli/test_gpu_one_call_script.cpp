@@ -21,6 +21,7 @@ using testing::run_command;
 using testing::squeeze;
 using testing::temp_path;
 using testing::write_script;
+using testing::write_stand_in_compute_sanitizer;
 using testing::write_text;
 
 // dir/tools: nvidia-smi (the card in dir/card), compute-sanitizer; dir/bin: the four binaries, each
@@ -35,13 +36,7 @@ struct Call {
     const std::string d = dir.string();
     write_text(dir / "card", "NVIDIA H200, 143771 MiB, 580.159.04, 700.00 W, 1980 MHz\n");
     write_script(dir / "tools" / "nvidia-smi", "#!/bin/bash\ncat " + d + "/card\n");
-    write_script(dir / "tools" / "compute-sanitizer", R"sh(#!/bin/bash
-while [[ $1 == --* ]]; do case $1 in --tool|--leak-check|--error-exitcode) shift 2;; *) shift;; esac; done
-"$@"; rc=$?
-echo "========= ERROR SUMMARY: 0 errors"
-echo "========= RACECHECK SUMMARY: 0 hazards displayed (0 errors, 0 warnings)"
-exit $rc
-)sh");
+    write_stand_in_compute_sanitizer(dir / "tools" / "compute-sanitizer");
     const std::string log = "echo \"$(basename \"$0\") $*\" >> " + d + "/runs\n";
     write_script(bin / "bench_cuda_attention",
                  "#!/bin/bash\n" + log + "[[ -f " + d + "/sleep ]] && sleep $(cat " + d + "/sleep)\n" +
@@ -161,6 +156,31 @@ TEST(GpuOneCallScript, ASpentBudgetLeavesTheLaterStepsNotRunAndKeepsTheTables) {
   EXPECT_NE(none.out.find("=== tables (OUT/tables.md)\nno bench_cuda_attention log with its table: no tables\n"),
             std::string::npos)
       << none.out;
+}
+
+// ci/tables_inputs.sh, which both device scripts source: a log that lacks what the tables read
+// from it (a step cut short) is left out; one that has it is passed under its flag; an unknown
+// input is refused by name.
+TEST(GpuOneCallScript, TheTablesTakeOnlyLogsThatHoldWhatTheyRead) {
+  const fs::path dir = temp_path("tables-inputs");
+  fs::create_directories(dir);
+  const std::string d = dir.string();
+  write_text(dir / "matmul_cut.log", "N  K  M  invariant_us\n4096 4096 1 13.0\n");
+  write_text(dir / "matmul.log", "geometric-mean throughput ratio invariant/cuBLAS over 60 shapes: 0.955\n");
+  write_text(dir / "tests.log", "[ RUN      ] GpuRmsNorm.A\n");  // (killed before any result)
+  write_text(dir / "attention.log", "device copy bandwidth: 4.27 TB/s\n");
+  write_text(dir / "empty.json", "");
+  write_script(dir / "probe.sh", "#!/bin/bash\nsource ci/tables_inputs.sh\nd=" + d + R"sh(
+table_input --matmul $d/matmul_cut.log && table_input --matmul $d/matmul.log
+table_input --gpu-tests $d/tests.log && table_input --sdpa $d/empty.json
+table_input attention $d/attention.log && table_input attention $d/none.log
+echo "${tables_args[*]} | ${tables_logs[*]}"
+table_input --bogus $d/matmul.log; echo $?
+)sh");
+  const Outcome r = run_command((dir / "probe.sh").string());
+  EXPECT_EQ(r.out, "--matmul " + d + "/matmul.log | " + d + "/attention.log\n2\n") << r.err;
+  EXPECT_EQ(r.err, "table_input: --bogus is not an input of the tables\n");
+  fs::remove_all(dir);
 }
 
 TEST(GpuOneCallScript, BadArgumentsAreOneLineErrorsAndRunNothing) {

@@ -20,6 +20,7 @@ using testing::read_text;
 using testing::run_command;
 using testing::temp_path;
 using testing::write_script;
+using testing::write_stand_in_compute_sanitizer;
 
 // The stand-in tools in dir/bin (compute-sanitizer) and dir (gpu_tests). The test binary lists
 // the suite Fake (Clean, KilledOnce, KilledAlways, Fails; those a filter of names or * selects;
@@ -29,17 +30,7 @@ using testing::write_script;
 fs::path stand_ins() {
   const fs::path dir = temp_path("sanitizers");
   fs::create_directories(dir / "bin");
-  // Like the real tool: runs the command after its options, passes the tool's name on, and ends
-  // with both summaries; a child that dies by a signal gets the real tool's two lines.
-  write_script(dir / "bin" / "compute-sanitizer", R"sh(#!/bin/bash
-while [[ $1 == --* ]]; do case $1 in --tool) export FAKE_TOOL=$2; shift 2;; --leak-check|--error-exitcode) shift 2;; *) shift;; esac; done
-echo "========= COMPUTE-SANITIZER"
-"$@"; rc=$?
-if ((rc == 9)); then echo "========= Error: process didn't terminate successfully"; echo "========= Target application returned an error"; fi
-echo "========= ERROR SUMMARY: 0 errors"
-echo "========= RACECHECK SUMMARY: 0 hazards displayed (0 errors, 0 warnings)"
-exit $rc
-)sh");
+  write_stand_in_compute_sanitizer(dir / "bin" / "compute-sanitizer");
   write_script(dir / "gpu_tests", R"sh(#!/bin/bash
 dir=$(dirname "$0")
 for a in "$@"; do case $a in
