@@ -48,7 +48,9 @@ export LD_LIBRARY_PATH="$bin/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
 end=$((SECONDS + budget))
 steps=() failed=0
 
+card_line=false  # (the tables name the card where nvidia-smi gave its line)
 if command -v nvidia-smi >/dev/null; then
+  card_line=true
   nvidia-smi --query-gpu=name,memory.total,driver_version,power.limit,clocks.max.sm --format=csv,noheader \
     >"$out/gpu.txt" 2>&1
 else
@@ -79,8 +81,7 @@ step() {
 }
 source ci/tables_inputs.sh
 tables() {  # (again after the later steps: the tests and sanitizers join the inputs)
-  tables_args=() tables_logs=()
-  command -v nvidia-smi >/dev/null && table_input --gpu "$out/gpu.txt"
+  $card_line && table_input --gpu "$out/gpu.txt"
   table_input --sdpa "$out/sdpa.json"
   table_input --matmul "$out/matmul.log"
   table_input --gpu-tests "$out/gpu_tests.log"

@@ -6,6 +6,7 @@
 #                           left out, that input is missing from the tables instead of failing them.
 #   write_tables MD JSON    the tables of the inputs added into MD (and JSON); no attention log: MD
 #                           says why there are none. Status 1 only when one_call_tables.py fails.
+#                           The inputs are then forgotten: a later pass adds them again.
 tables_args=() tables_logs=()
 table_input() {
   local flag=$1 file=$2
@@ -20,11 +21,13 @@ table_input() {
   if [[ $flag == attention ]]; then tables_logs+=("$file"); else tables_args+=("$flag" "$file"); fi
 }
 write_tables() {
-  local md=$1 json=$2
+  local md=$1 json=$2 rc=0
   if ((${#tables_logs[@]} == 0)); then
     echo "no bench_cuda_attention log with its table: no tables" >"$md"
-    return 0
+  else
+    python3 "$(dirname "${BASH_SOURCE[0]}")/../bench/cuda/one_call_tables.py" --json "$json" \
+      "${tables_args[@]}" "${tables_logs[@]}" >"$md" 2>&1 || rc=1
   fi
-  python3 "$(dirname "${BASH_SOURCE[0]}")/../bench/cuda/one_call_tables.py" --json "$json" \
-    "${tables_args[@]}" "${tables_logs[@]}" >"$md" 2>&1 || return 1
+  tables_args=() tables_logs=()
+  return $rc
 }
