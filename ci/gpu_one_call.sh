@@ -2,8 +2,9 @@
 # Issue 9's evidence from one device call, as bench/cuda/notes/calls.md's one-call sections take it:
 #   ci/gpu_one_call.sh BIN_DIR OUT [SECONDS]
 # BIN_DIR holds bench_cuda_attention, bench_cuda_matmul, gpu_tests, samebits and lib/ (the bundled
-# shared libraries, ../shared/tools/bundle-libs). The steps, the tables' inputs first so that a
-# call cut short still has them:
+# shared libraries): ci/pack_gpu_call.sh packs them from a build into one archive, and
+# ci/gpu_one_call_packed.sh ARCHIVE OUT [SECONDS] runs this call from it on the device. The steps,
+# the tables' inputs first so that a call cut short still has them:
 #   card            nvidia-smi's line -> OUT/gpu.txt. REQUIRE_CARD=TEXT: a card whose line lacks TEXT
 #                   runs nothing (exit 3): the targets are the H200's, and a loan may give another card
 #   attention1, attention2   bench_cuda_attention twice (the tables keep each row's best, and leave

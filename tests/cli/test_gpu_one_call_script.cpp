@@ -2,10 +2,14 @@
 // binaries, nvidia-smi and compute-sanitizer (shell scripts written here) and the stand-in torch of
 // tests/cli/fake_torch play a call. The steps run in their order and the tables sum them up; a
 // failing gpu test fails the call (its inverse of exit 0); a card other than REQUIRE_CARD's runs
-// nothing; a budget spent leaves the later steps NOT RUN and keeps the tables of what ran.
+// nothing; a budget spent leaves the later steps NOT RUN and keeps the tables of what ran. Then
+// ci/pack_gpu_call.sh, which packs a build's binaries and libraries for the device, and
+// ci/gpu_one_call_packed.sh, which runs the call there from that archive.
 #include <algorithm>
 #include <filesystem>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "gtest/gtest.h"
 #include "tests/cli/subprocess.h"
@@ -212,6 +216,128 @@ TEST(GpuOneCallScript, BadArgumentsAreOneLineErrorsAndRunNothing) {
   EXPECT_EQ(used.code, 2);
   EXPECT_EQ(used.err, "gpu_one_call: OUT " + c.out.string() + " is not a new or empty folder\n");
   EXPECT_EQ(read_text(c.out / "sdpa.json"), "earlier");
+  EXPECT_FALSE(fs::exists(c.dir / "runs"));
+}
+
+
+// ci/pack_gpu_call.sh and ci/gpu_one_call_packed.sh: the call's binaries carried to the device as
+// one archive. lay_out_build_tree puts the given executables where a cuda preset's tree has them.
+void lay_out_build_tree(const fs::path& tree, const fs::path& attention, const fs::path& matmul,
+                        const fs::path& gpu_tests, const fs::path& samebits) {
+  const std::pair<const fs::path*, const char*> places[] = {{&attention, "bench/cuda/bench_cuda_attention"},
+                                                            {&matmul, "bench/cuda/bench_cuda_matmul"},
+                                                            {&gpu_tests, "tests/gpu/gpu_tests"},
+                                                            {&samebits, "harness/samebits"}};
+  for (const auto& [from, to] : places) {
+    fs::create_directories((tree / to).parent_path());
+    fs::copy_file(*from, tree / to, fs::copy_options::overwrite_existing);
+  }
+}
+Outcome pack(const fs::path& tree, const fs::path& archive, const std::string& env = "PACK_XZ_LEVEL=0") {
+  return run_command(env + " ci/pack_gpu_call.sh " + tree.string() + " " + archive.string());
+}
+
+// The real samebits (an ELF with symbols, loading yaml-cpp from this machine's packages) beside
+// stand-in scripts: the ELF packed stripped with its package libraries and without the C/C++
+// runtime's, the scripts as they are.
+TEST(PackGpuCall, PacksTheExecutablesStrippedWithThePackagesLibraries) {
+  if (!have_program("xz") || !have_program("readelf") || !have_program("ldd")) GTEST_SKIP() << "no xz, readelf or ldd";
+  Call c;
+  const fs::path tree = c.dir / "build", archive = c.dir / "call.tar.xz", unpacked = c.dir / "unpacked";
+  lay_out_build_tree(tree, c.bin / "bench_cuda_attention", c.bin / "bench_cuda_matmul", c.bin / "gpu_tests", SAMEBITS_EXE);
+  const Outcome r = pack(tree, archive);
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("bench_cuda_attention bench_cuda_matmul gpu_tests samebits"), std::string::npos) << r.out;
+  fs::create_directories(unpacked);
+  ASSERT_EQ(run_command("tar -xJf " + archive.string() + " -C " + unpacked.string()).code, 0);
+  const fs::path bm = unpacked / "bm";
+  EXPECT_EQ(read_text(bm / "gpu_tests"), read_text(c.bin / "gpu_tests"));
+  EXPECT_TRUE((fs::status(bm / "bench_cuda_matmul").permissions() & fs::perms::owner_exec) != fs::perms::none);
+  // (the symbol table is there before, gone after: the check can fail)
+  const auto has_symtab = [](const fs::path& f) {
+    return run_command("readelf -S " + f.string()).out.find(".symtab") != std::string::npos;
+  };
+  EXPECT_TRUE(has_symtab(SAMEBITS_EXE));
+  EXPECT_FALSE(has_symtab(bm / "samebits"));
+  EXPECT_LT(fs::file_size(bm / "samebits"), fs::file_size(SAMEBITS_EXE));
+  const std::string libs = run_command("ls " + (bm / "lib").string()).out;
+  EXPECT_NE(libs.find("libyaml-cpp"), std::string::npos) << libs;
+  for (const char* runtime : {"libc.so", "libstdc++", "libgcc_s", "libcudart"}) {
+    EXPECT_EQ(libs.find(runtime), std::string::npos) << runtime << "\n" << libs;
+  }
+}
+
+// From the archive to the call: on an H200 (REQUIRE_CARD's default) every step runs and OUT keeps
+// only the call's own archive; on another card nothing runs and OUT keeps what says which card.
+TEST(PackGpuCall, TheCallRunsFromTheArchiveAndLeavesOnlyItsPack) {
+  if (!have_program("python3") || !have_program("xz")) GTEST_SKIP() << "no python3 or xz here";
+  Call c;
+  const fs::path tree = c.dir / "build", archive = c.dir / "call.tar.xz";
+  lay_out_build_tree(tree, c.bin / "bench_cuda_attention", c.bin / "bench_cuda_matmul", c.bin / "gpu_tests",
+                     c.bin / "samebits");
+  ASSERT_EQ(pack(tree, archive).code, 0);
+  const std::string env = "PATH=" + (c.dir / "tools").string() +
+                          ":$PATH PYTHONDONTWRITEBYTECODE=1 PYTHONPATH=tests/cli/fake_torch ";
+  const Outcome r = run_command(env + "ci/gpu_one_call_packed.sh " + archive.string() + " " + c.out.string());
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+  std::vector<std::string> left;
+  for (const auto& e : fs::directory_iterator(c.out)) left.push_back(e.path().filename().string());
+  EXPECT_EQ(left, std::vector<std::string>{"one_call.tgz"});
+  const std::string packed = run_command("tar -tzf " + (c.out / "one_call.tgz").string()).out;
+  EXPECT_NE(packed.find("./tables.md"), std::string::npos) << packed;
+  for (const char* b : {"bench_cuda_attention", "bench_cuda_matmul", "gpu_tests", "samebits"}) {
+    EXPECT_NE(c.runs().find(b), std::string::npos) << b;
+  }
+  fs::remove_all(c.out);
+  fs::remove(c.dir / "runs");
+  write_text(c.dir / "card", "NVIDIA H100 80GB HBM3, 81559 MiB, 580.159.04, 700.00 W, 1980 MHz\n");
+  const Outcome other = run_command(env + "ci/gpu_one_call_packed.sh " + archive.string() + " " + c.out.string());
+  EXPECT_EQ(other.code, 3) << other.out << other.err;
+  EXPECT_EQ(read_text(c.out / "gpu.txt"), read_text(c.dir / "card"));
+  EXPECT_FALSE(fs::exists(c.dir / "runs"));
+}
+
+TEST(PackGpuCall, BadInputIsAOneLineErrorAndWritesNothing) {
+  if (!have_program("xz")) GTEST_SKIP() << "no xz here";
+  Call c;
+  const fs::path tree = c.dir / "build", archive = c.dir / "call.tar.xz";
+  lay_out_build_tree(tree, c.bin / "bench_cuda_attention", c.bin / "bench_cuda_matmul", c.bin / "gpu_tests",
+                     c.bin / "samebits");
+  const std::string t = tree.string();
+  const struct {
+    std::string env, args, says;
+    int code;
+  } cases[] = {
+      {"", t, "usage: ci/pack_gpu_call.sh BUILD_DIR ARCHIVE.tar.xz", 2},
+      {"", t + " " + (c.dir / "call.tgz").string(), "ARCHIVE " + (c.dir / "call.tgz").string() + ": the name must end in .tar.xz", 2},
+      {"", t + " " + (c.dir / "none" / "a.tar.xz").string(), "ARCHIVE " + (c.dir / "none" / "a.tar.xz").string() + ": no folder " + (c.dir / "none").string(), 2},
+      {"PACK_XZ_LEVEL=x", t + " " + archive.string(), "PACK_XZ_LEVEL x: a digit, 0 to 9", 2},
+      {"PACK_MAX_MIB=0", t + " " + archive.string(),
+       archive.string() + " would be 0 MiB, over PACK_MAX_MIB=0 (the device's carry limit): nothing written", 1},
+  };
+  for (const auto& k : cases) {
+    const Outcome r = run_command(k.env + " ci/pack_gpu_call.sh " + k.args);
+    EXPECT_EQ(r.code, k.code) << k.args;
+    EXPECT_EQ(r.err, "pack_gpu_call: " + k.says + "\n") << k.args;
+  }
+  fs::remove(tree / "harness" / "samebits");
+  const Outcome missing = pack(tree, archive);
+  EXPECT_EQ(missing.code, 2);
+  EXPECT_EQ(missing.err, "pack_gpu_call: " + t + "/harness/samebits: no such executable (cmake --build " + t +
+                             " --target bench_cuda_attention bench_cuda_matmul gpu_tests samebits)\n");
+  std::vector<std::string> left;  // (neither the archive nor a partial one)
+  for (const auto& e : fs::directory_iterator(c.dir)) left.push_back(e.path().filename().string());
+  EXPECT_EQ(std::count_if(left.begin(), left.end(), [](const std::string& n) { return n.find("call.") == 0; }), 0);
+  // The device side: an archive that is not there, or not one.
+  write_text(c.dir / "junk.tar.xz", "junk");
+  const Outcome none = run_command("ci/gpu_one_call_packed.sh " + archive.string() + " " + c.out.string());
+  EXPECT_EQ(none.code, 2);
+  EXPECT_EQ(none.err, "gpu_one_call_packed: ARCHIVE " + archive.string() + ": no such file\n");
+  const Outcome junk = run_command("ci/gpu_one_call_packed.sh " + (c.dir / "junk.tar.xz").string() + " " + c.out.string());
+  EXPECT_EQ(junk.code, 2);
+  EXPECT_EQ(junk.err.find("gpu_one_call_packed: ARCHIVE " + (c.dir / "junk.tar.xz").string() + ": does not unpack to bm/ ("), 0u)
+      << junk.err;
+  EXPECT_FALSE(fs::exists(c.out));
   EXPECT_FALSE(fs::exists(c.dir / "runs"));
 }
 
