@@ -26,7 +26,7 @@ max_mib=${PACK_MAX_MIB:-64} level=${PACK_XZ_LEVEL:-6}
 executables=(bench/cuda/bench_cuda_attention bench/cuda/bench_cuda_matmul tests/gpu/gpu_tests harness/samebits)
 for e in "${executables[@]}"; do
   [[ -x $build/$e ]] || {
-    echo "pack_gpu_call: $build/$e: no such executable (cmake --build $build --target bench_cuda_attention bench_cuda_matmul gpu_tests samebits)" >&2
+    echo "pack_gpu_call: $build/$e: no such executable (cmake --build $build --target ${executables[*]##*/})" >&2
     exit 2
   }
 done

@@ -60,10 +60,13 @@ echo "[       OK ] GpuAttentionPrefill.B (2 ms)"; echo "[  PASSED  ] 2 tests."
     write_script(bin / "samebits", "#!/bin/bash\n" + log + "echo \"golden check $3: pass\"\n");
   }
   ~Call() { fs::remove_all(dir); }
-  Outcome run(const std::string& env, const std::string& args = "") const {
+  // `command` with the stand-in tools first on PATH and the stand-in torch importable.
+  Outcome run_with_stand_ins(const std::string& command) const {
     return run_command("PATH=" + (dir / "tools").string() +
-                       ":$PATH PYTHONDONTWRITEBYTECODE=1 PYTHONPATH=tests/cli/fake_torch " + env +
-                       " ci/gpu_one_call.sh " + bin.string() + " " + out.string() + " " + args);
+                       ":$PATH PYTHONDONTWRITEBYTECODE=1 PYTHONPATH=tests/cli/fake_torch " + command);
+  }
+  Outcome run(const std::string& env, const std::string& args = "") const {
+    return run_with_stand_ins(env + " ci/gpu_one_call.sh " + bin.string() + " " + out.string() + " " + args);
   }
   std::string runs() const { return read_text(dir / "runs"); }
 };
@@ -219,18 +222,17 @@ TEST(GpuOneCallScript, BadArgumentsAreOneLineErrorsAndRunNothing) {
   EXPECT_FALSE(fs::exists(c.dir / "runs"));
 }
 
-
 // ci/pack_gpu_call.sh and ci/gpu_one_call_packed.sh: the call's binaries carried to the device as
-// one archive. lay_out_build_tree puts the given executables where a cuda preset's tree has them.
-void lay_out_build_tree(const fs::path& tree, const fs::path& attention, const fs::path& matmul,
-                        const fs::path& gpu_tests, const fs::path& samebits) {
-  const std::pair<const fs::path*, const char*> places[] = {{&attention, "bench/cuda/bench_cuda_attention"},
-                                                            {&matmul, "bench/cuda/bench_cuda_matmul"},
-                                                            {&gpu_tests, "tests/gpu/gpu_tests"},
-                                                            {&samebits, "harness/samebits"}};
+// one archive. lay_out_build_tree puts the call's stand-in binaries where a cuda preset's tree has
+// them, samebits taken from `samebits` (the stand-in's path, or the real executable's).
+void lay_out_build_tree(const Call& c, const fs::path& tree, const fs::path& samebits) {
+  const std::pair<fs::path, const char*> places[] = {{c.bin / "bench_cuda_attention", "bench/cuda/bench_cuda_attention"},
+                                                     {c.bin / "bench_cuda_matmul", "bench/cuda/bench_cuda_matmul"},
+                                                     {c.bin / "gpu_tests", "tests/gpu/gpu_tests"},
+                                                     {samebits, "harness/samebits"}};
   for (const auto& [from, to] : places) {
     fs::create_directories((tree / to).parent_path());
-    fs::copy_file(*from, tree / to, fs::copy_options::overwrite_existing);
+    fs::copy_file(from, tree / to, fs::copy_options::overwrite_existing);
   }
 }
 Outcome pack(const fs::path& tree, const fs::path& archive, const std::string& env = "PACK_XZ_LEVEL=0") {
@@ -244,7 +246,7 @@ TEST(PackGpuCall, PacksTheExecutablesStrippedWithThePackagesLibraries) {
   if (!have_program("xz") || !have_program("readelf") || !have_program("ldd")) GTEST_SKIP() << "no xz, readelf or ldd";
   Call c;
   const fs::path tree = c.dir / "build", archive = c.dir / "call.tar.xz", unpacked = c.dir / "unpacked";
-  lay_out_build_tree(tree, c.bin / "bench_cuda_attention", c.bin / "bench_cuda_matmul", c.bin / "gpu_tests", SAMEBITS_EXE);
+  lay_out_build_tree(c, tree, SAMEBITS_EXE);
   const Outcome r = pack(tree, archive);
   ASSERT_EQ(r.code, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("bench_cuda_attention bench_cuda_matmul gpu_tests samebits"), std::string::npos) << r.out;
@@ -273,12 +275,10 @@ TEST(PackGpuCall, TheCallRunsFromTheArchiveAndLeavesOnlyItsPack) {
   if (!have_program("python3") || !have_program("xz")) GTEST_SKIP() << "no python3 or xz here";
   Call c;
   const fs::path tree = c.dir / "build", archive = c.dir / "call.tar.xz";
-  lay_out_build_tree(tree, c.bin / "bench_cuda_attention", c.bin / "bench_cuda_matmul", c.bin / "gpu_tests",
-                     c.bin / "samebits");
+  lay_out_build_tree(c, tree, c.bin / "samebits");
   ASSERT_EQ(pack(tree, archive).code, 0);
-  const std::string env = "PATH=" + (c.dir / "tools").string() +
-                          ":$PATH PYTHONDONTWRITEBYTECODE=1 PYTHONPATH=tests/cli/fake_torch ";
-  const Outcome r = run_command(env + "ci/gpu_one_call_packed.sh " + archive.string() + " " + c.out.string());
+  const std::string call = "ci/gpu_one_call_packed.sh " + archive.string() + " " + c.out.string();
+  const Outcome r = c.run_with_stand_ins(call);
   EXPECT_EQ(r.code, 0) << r.out << r.err;
   std::vector<std::string> left;
   for (const auto& e : fs::directory_iterator(c.out)) left.push_back(e.path().filename().string());
@@ -291,7 +291,7 @@ TEST(PackGpuCall, TheCallRunsFromTheArchiveAndLeavesOnlyItsPack) {
   fs::remove_all(c.out);
   fs::remove(c.dir / "runs");
   write_text(c.dir / "card", "NVIDIA H100 80GB HBM3, 81559 MiB, 580.159.04, 700.00 W, 1980 MHz\n");
-  const Outcome other = run_command(env + "ci/gpu_one_call_packed.sh " + archive.string() + " " + c.out.string());
+  const Outcome other = c.run_with_stand_ins(call);
   EXPECT_EQ(other.code, 3) << other.out << other.err;
   EXPECT_EQ(read_text(c.out / "gpu.txt"), read_text(c.dir / "card"));
   EXPECT_FALSE(fs::exists(c.dir / "runs"));
@@ -301,8 +301,7 @@ TEST(PackGpuCall, BadInputIsAOneLineErrorAndWritesNothing) {
   if (!have_program("xz")) GTEST_SKIP() << "no xz here";
   Call c;
   const fs::path tree = c.dir / "build", archive = c.dir / "call.tar.xz";
-  lay_out_build_tree(tree, c.bin / "bench_cuda_attention", c.bin / "bench_cuda_matmul", c.bin / "gpu_tests",
-                     c.bin / "samebits");
+  lay_out_build_tree(c, tree, c.bin / "samebits");
   const std::string t = tree.string();
   const struct {
     std::string env, args, says;
