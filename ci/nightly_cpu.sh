@@ -8,16 +8,19 @@
 # a clean clone) and the determinism label under ASan, which together would take CI's 2 cores past
 # its ~30-minute budget (figures in docs/THREAT_MODEL.md). Writes into OUT (default nightly-cpu/):
 # JUnit XML (ctest's and samebits'), the Markdown summary, JSON results, the fuzz summary and logs.
+# OUT is a path from the caller's folder, made absolute before the script moves to the repository
+# (every step, ctest's --output-junit included, writes there whatever folder it runs in).
 # Exit status: 0 when every step passed, else the first failing step's status.
 set -uo pipefail
-cd "$(dirname "$0")/.."
-OUT="${1:-nightly-cpu}"
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+OUT="$(realpath -m -- "${1:-$ROOT/nightly-cpu}")"
+cd "$ROOT"
 mkdir -p "$OUT"
 source ci/step.sh
 
 step configure cmake --preset cpu || exit $status
 step build cmake --build --preset cpu -j2 || exit $status
-step determinism ctest --preset cpu -L 'determinism|mutation' --no-tests=error --output-junit "$PWD/$OUT/ctest_determinism.xml"
+step determinism ctest --preset cpu -L 'determinism|mutation' --no-tests=error --output-junit "$OUT/ctest_determinism.xml"
 SAMEBITS=./build/cpu/harness/samebits
 step feynman "$SAMEBITS" golden check scenarios/feynman.yaml --no-progress \
   --json "$OUT/feynman.json" --markdown "$OUT/feynman.md" --junit "$OUT/feynman.junit.xml"
@@ -25,13 +28,14 @@ step feynman_ci "$SAMEBITS" golden check scenarios/feynman_ci.yaml --no-progress
   --json "$OUT/feynman_ci.json" --markdown "$OUT/feynman_ci.md" --junit "$OUT/feynman_ci.junit.xml"
 # The cpu test preset leaves the slow label out (its filter), so the slow tests run from the build
 # folder; --no-tests=error makes a label that selects nothing a failed step, not an empty pass, and
-# -V keeps the soak's "soak:" lines of a passing run in slow.log (--output-on-failure drops them).
-step slow ctest --test-dir build/cpu -L slow --no-tests=error -V --output-junit "$PWD/$OUT/ctest_slow.xml"
-grep -h "^soak:" "$OUT/slow.log" > "$OUT/soak.txt"
+# -V keeps the soak's "soak:" lines of a passing run in slow.log (--output-on-failure drops them),
+# each behind the test's number ("522: soak: ..."), which soak.txt leaves out.
+step slow ctest --test-dir build/cpu -L slow --no-tests=error -V --output-junit "$OUT/ctest_slow.xml"
+sed -En 's/^([0-9]+: )?(soak: )/\2/p' "$OUT/slow.log" > "$OUT/soak.txt"
 step asan_configure cmake --preset asan &&
   step asan_build cmake --build --preset asan -j2 &&
   step asan_tests env ASAN_OPTIONS=detect_leaks=1 LSAN_OPTIONS="suppressions=$PWD/ci/lsan_suppressions.txt" UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 ctest --test-dir build/asan -L 'unit|golden|cli|determinism|serve' -j2 --no-tests=error --output-on-failure \
-    --output-junit "$PWD/$OUT/ctest_asan.xml"
+    --output-junit "$OUT/ctest_asan.xml"
 asan_rc=$?
 step fuzz env OUT="$OUT/fuzz" ci/fuzz.sh nightly
 {

@@ -6,17 +6,19 @@
 # golden/feynman/<cuda id>.json (goldens are keyed by backend id: CPU and CUDA bits are not
 # promised equal; default-mode goldens also by device, see harness/golden/run_identity.h).
 # compute-sanitizer memcheck and racecheck run every gpu test (ci/gpu_sanitizers.sh).
-# Writes JUnit, Markdown and JSON into OUT (default nightly-gpu/).
+# Writes JUnit, Markdown and JSON into OUT (a path from the caller's folder; default nightly-gpu/ in
+# the repository).
 set -uo pipefail
-cd "$(dirname "$0")/.."
-OUT="${1:-nightly-gpu}"
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+OUT="$(realpath -m -- "${1:-$ROOT/nightly-gpu}")"
+cd "$ROOT"
 mkdir -p "$OUT"
 source ci/step.sh
 
 step configure cmake --preset cuda || exit $status
 step build cmake --build --preset cuda -j"$(nproc)" || exit $status
 export SAMEBITS_REQUIRE_GPU=1
-step tests ctest --test-dir build/cuda -L 'determinism|mutation|gpu' --no-tests=error --output-on-failure --output-junit "$PWD/$OUT/ctest.xml"
+step tests ctest --test-dir build/cuda -L 'determinism|mutation|gpu' --no-tests=error --output-on-failure --output-junit "$OUT/ctest.xml"
 SAMEBITS=./build/cuda/harness/samebits
 # `golden check` exits 2 when there is no CUDA golden yet; `run` then still reports both modes.
 if "$SAMEBITS" info | grep -q 'cuda: unavailable'; then
