@@ -10,9 +10,9 @@
 # is a small share of a target), and under a deadline the cheap targets complete rather than every
 # target stopping part way. A job's count is exact (libFuzzer's -runs), so a target's executions
 # are the sum over its jobs.
-# Environment:
-#   OUT            output folder (default fuzz-out/): summary.md, each job's log (logs/), the grown
-#                  corpora (corpus/), crash, leak, timeout and out-of-memory inputs (crashes/)
+# Environment (folders from the caller's folder, absolute or relative):
+#   OUT            output folder (default fuzz-out/ in the repository): summary.md, each job's log
+#                  (logs/), the grown corpora (corpus/), crash, leak, timeout and out-of-memory inputs (crashes/)
 #   FUZZ_BIN       folder of already built targets: no build (e.g. binaries copied to another host)
 #   FUZZ_WORKERS   parallel jobs (default nproc)
 #   FUZZ_JOBS      jobs per target in nightly mode (default 32)
@@ -22,9 +22,11 @@
 # Exit status: 0 when every target reached its executions with nothing found, 1 otherwise, 2 when
 # the build failed.
 set -uo pipefail
-cd "$(dirname "$0")/.."
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+OUT="$(realpath -m -- "${OUT:-$ROOT/fuzz-out}")"
+FUZZ_BIN="${FUZZ_BIN:+$(realpath -m -- "$FUZZ_BIN")}"
+cd "$ROOT"
 MODE="${1:-ci}"
-OUT="${OUT:-fuzz-out}"
 WORKERS="${FUZZ_WORKERS:-$(nproc)}"
 case "$MODE" in
   ci) SECONDS_EACH="${2:-20}"; JOBS=1 ;;
@@ -53,9 +55,9 @@ if [[ -n "${FUZZ_TARGETS:-}" ]]; then
 fi
 
 mkdir -p "$OUT"
-OUT="$(cd "$OUT" && pwd)"
 if [[ -n "${FUZZ_BIN:-}" ]]; then
-  BIN="$(cd "$FUZZ_BIN" && pwd)"
+  [[ -d $FUZZ_BIN ]] || { echo "fuzz: FUZZ_BIN $FUZZ_BIN is not a folder" >&2; exit 2; }
+  BIN="$FUZZ_BIN"
 else
   BIN="$PWD/build/fuzz/fuzz"
   cmake --preset fuzz >"$OUT/configure.log" 2>&1 && cmake --build --preset fuzz -j"$WORKERS" >"$OUT/build.log" 2>&1 || {
