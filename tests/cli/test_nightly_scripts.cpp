@@ -50,7 +50,7 @@ struct Gate {
     fs::create_directories(tree / "ci");
     fs::create_directories(dir / "bin");
     for (const char* script : {"nightly_cpu.sh", "nightly_gpu.sh", "step.sh"})
-      fs::copy_file(fs::path("ci") / script, tree / "ci" / script);
+      fs::copy_file(fs::path(SAMEBITS_SOURCE_DIR) / "ci" / script, tree / "ci" / script);
     const std::string log = "#!/bin/bash\necho \"$(basename \"$0\") $*\" >> '" + dir.string() + "/runs'\n";
     write_script(dir / "bin" / "cmake", log);
     write_script(dir / "bin" / "ctest", log + kWriteNamedFiles + "[[ \" $* \" == *' -L slow '* ]] && " +
@@ -101,6 +101,8 @@ TEST(NightlyCpuScript, WritesEveryResultIntoARelativeOutAndSumsUpTheSoak) {
   EXPECT_NE(summary.find("# samebits: feynman passed"), std::string::npos) << summary;
   EXPECT_NE(summary.find("## Fuzzing: 9 targets clean"), std::string::npos) << summary;
   EXPECT_FALSE(fs::exists(g.tree / "results"));  // OUT is the caller's, not the repository's
+  // ASan + UBSan over every test that runs without a GPU in a short time (the soak is the slow label's).
+  EXPECT_NE(read_text(g.dir / "runs").find("ctest --test-dir build/asan -LE slow|gpu -j2"), std::string::npos);
 }
 
 TEST(NightlyCpuScript, AFailingStepFailsTheGateAndTheSummarySaysSo) {
@@ -111,7 +113,7 @@ TEST(NightlyCpuScript, AFailingStepFailsTheGateAndTheSummarySaysSo) {
   EXPECT_EQ(r.code, 8) << r.out << r.err;
   const std::string summary = read_text(out / "summary.md");
   EXPECT_NE(summary.find("ctest -L determinism and golden checks: FAILED (exit 8)"), std::string::npos) << summary;
-  EXPECT_NE(summary.find("ASan + UBSan (unit, golden, cli, determinism, serve): FAILED (exit 8"), std::string::npos)
+  EXPECT_NE(summary.find("ASan + UBSan (every test but the slow and gpu labels): FAILED (exit 8"), std::string::npos)
       << summary;
 }
 

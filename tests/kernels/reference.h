@@ -49,9 +49,11 @@ inline ExecContext make_ctx(Mode mode, int threads = 1, int parallel_units = kDe
   return ctx;
 }
 
+// Whether n elements are equal byte for byte; n == 0 is true for any pointers, null included (an
+// empty vector's data(), which memcmp must not be given even with a length of zero).
 template <typename T>
 bool same_bytes(const T* a, const T* b, size_t n) {
-  return std::memcmp(a, b, n * sizeof(T)) == 0;
+  return n == 0 || std::memcmp(a, b, n * sizeof(T)) == 0;
 }
 
 // 2^-e, for tolerances spelled as powers of two.
