@@ -26,11 +26,13 @@ step feynman "$SAMEBITS" golden check scenarios/feynman.yaml --no-progress \
   --json "$OUT/feynman.json" --markdown "$OUT/feynman.md" --junit "$OUT/feynman.junit.xml"
 step feynman_ci "$SAMEBITS" golden check scenarios/feynman_ci.yaml --no-progress \
   --json "$OUT/feynman_ci.json" --markdown "$OUT/feynman_ci.md" --junit "$OUT/feynman_ci.junit.xml"
+checks_rc=$status  # each later step has its own line in the summary, and the gate's status is the first failure
 # The cpu test preset leaves the slow label out (its filter), so the slow tests run from the build
 # folder; --no-tests=error makes a label that selects nothing a failed step, not an empty pass, and
 # -V keeps the soak's "soak:" lines of a passing run in slow.log (--output-on-failure drops them),
 # each behind the test's number ("522: soak: ..."), which soak.txt leaves out.
 step slow ctest --test-dir build/cpu -L slow --no-tests=error -V --output-junit "$OUT/ctest_slow.xml"
+slow_rc=$?
 sed -En 's/^([0-9]+: )?(soak: )/\2/p' "$OUT/slow.log" > "$OUT/soak.txt"
 step asan_configure cmake --preset asan &&
   step asan_build cmake --build --preset asan -j2 &&
@@ -38,18 +40,24 @@ step asan_configure cmake --preset asan &&
     --output-junit "$OUT/ctest_asan.xml"
 asan_rc=$?
 step fuzz env OUT="$OUT/fuzz" ci/fuzz.sh nightly
+fuzz_rc=$?
+verdict() { ((${1} == 0)) && echo "$2" || echo "FAILED (exit $1, $3)"; }
 {
   echo "# samebits nightly (CPU)"
   echo
-  echo "ctest -L determinism and golden checks: $([ $status -eq 0 ] && echo passed || echo "FAILED (exit $status)")"
+  echo "ctest -L determinism and golden checks: $(verdict $checks_rc passed 'determinism.log, feynman*.log')"
   echo
   cat "$OUT/feynman.md" 2>/dev/null
   echo
   echo "## Engine soak"
   echo
+  echo "slow label (the soak and the stress run): $(verdict $slow_rc passed slow.log)"
+  echo
   sed 's/^/    /' "$OUT/soak.txt" 2>/dev/null
   echo
-  echo "ASan + UBSan (every test but the slow and gpu labels): $( ((asan_rc == 0)) && echo clean || echo "FAILED (exit $asan_rc, asan_*.log)")"
+  echo "ASan + UBSan (every test but the slow and gpu labels): $(verdict $asan_rc clean 'asan_*.log')"
+  echo
+  echo "Fuzzing: $(verdict $fuzz_rc clean 'fuzz.log, fuzz/')"
   echo
   cat "$OUT/fuzz/summary.md" 2>/dev/null
 } > "$OUT/summary.md"

@@ -42,7 +42,8 @@ done
 // dir/tree: the repository's two nightly scripts and step.sh, with stand-in fuzz and sanitizer
 // scripts and samebits commands under build/; dir/bin: cmake and ctest. Every stand-in appends
 // "NAME ARGS" to dir/runs. ctest exits with the contents of dir/ctest_rc where that file exists,
-// and prints two soak lines behind the test's number for the slow label.
+// and prints two soak lines behind the test's number for the slow label; fuzz.sh exits with the
+// contents of dir/fuzz_rc where that file exists.
 struct Gate {
   fs::path dir = temp_path("nightly");
   fs::path tree = dir / "tree";
@@ -63,7 +64,9 @@ struct Gate {
       fs::create_directories(tree / "build" / preset / "harness");
       write_script(tree / "build" / preset / "harness" / "samebits", samebits);
     }
-    write_script(tree / "ci" / "fuzz.sh", log + "mkdir -p \"$OUT\"; echo '## Fuzzing: 9 targets clean' > \"$OUT/summary.md\"\n");
+    write_script(tree / "ci" / "fuzz.sh", log + "mkdir -p \"$OUT\"; echo '| fuzz_golden | 100 |' > \"$OUT/summary.md\"\n" +
+                                              "[[ -f '" + dir.string() + "/fuzz_rc' ]] && exit $(cat '" + dir.string() +
+                                              "/fuzz_rc')\nexit 0\n");
     write_script(tree / "ci" / "gpu_sanitizers.sh", log + "echo 'memcheck: 1 of 1 test cases clean' > \"$2/sanitizers.md\"\n");
   }
   ~Gate() { fs::remove_all(dir); }
@@ -97,9 +100,13 @@ TEST(NightlyCpuScript, WritesEveryResultIntoARelativeOutAndSumsUpTheSoak) {
   EXPECT_EQ(read_text(out / "soak.txt"), "soak: 10000 of 100000 requests\nsoak: RSS 17.0 MiB\n");
   const std::string summary = read_text(out / "summary.md");
   EXPECT_NE(summary.find("ctest -L determinism and golden checks: passed"), std::string::npos) << summary;
-  EXPECT_NE(summary.find("## Engine soak\n\n    soak: 10000 of 100000 requests\n"), std::string::npos) << summary;
+  EXPECT_NE(summary.find("## Engine soak\n\nslow label (the soak and the stress run): passed\n\n"
+                         "    soak: 10000 of 100000 requests\n"),
+            std::string::npos)
+      << summary;
   EXPECT_NE(summary.find("# samebits: feynman passed"), std::string::npos) << summary;
-  EXPECT_NE(summary.find("## Fuzzing: 9 targets clean"), std::string::npos) << summary;
+  EXPECT_NE(summary.find("ASan + UBSan (every test but the slow and gpu labels): clean"), std::string::npos) << summary;
+  EXPECT_NE(summary.find("Fuzzing: clean\n\n| fuzz_golden | 100 |"), std::string::npos) << summary;
   EXPECT_FALSE(fs::exists(g.tree / "results"));  // OUT is the caller's, not the repository's
   // ASan + UBSan over every test that runs without a GPU in a short time (the soak is the slow label's).
   EXPECT_NE(read_text(g.dir / "runs").find("ctest --test-dir build/asan -LE slow|gpu -j2"), std::string::npos);
@@ -112,9 +119,26 @@ TEST(NightlyCpuScript, AFailingStepFailsTheGateAndTheSummarySaysSo) {
   const Outcome r = g.run("nightly_cpu.sh", g.dir, out.string());
   EXPECT_EQ(r.code, 8) << r.out << r.err;
   const std::string summary = read_text(out / "summary.md");
-  EXPECT_NE(summary.find("ctest -L determinism and golden checks: FAILED (exit 8)"), std::string::npos) << summary;
+  EXPECT_NE(summary.find("ctest -L determinism and golden checks: FAILED (exit 8, determinism.log"), std::string::npos)
+      << summary;
+  EXPECT_NE(summary.find("slow label (the soak and the stress run): FAILED (exit 8, slow.log)"), std::string::npos)
+      << summary;
   EXPECT_NE(summary.find("ASan + UBSan (every test but the slow and gpu labels): FAILED (exit 8"), std::string::npos)
       << summary;
+}
+
+// Each step's line says how that step went: a fuzzing failure fails the gate, and no other line.
+TEST(NightlyCpuScript, AFuzzingFailureIsNamedAsFuzzingAlone) {
+  Gate g;
+  testing::write_text(g.dir / "fuzz_rc", "1\n");
+  const fs::path out = g.dir / "out";
+  const Outcome r = g.run("nightly_cpu.sh", g.dir, out.string());
+  EXPECT_EQ(r.code, 1) << r.out << r.err;
+  const std::string summary = read_text(out / "summary.md");
+  EXPECT_NE(summary.find("ctest -L determinism and golden checks: passed"), std::string::npos) << summary;
+  EXPECT_NE(summary.find("slow label (the soak and the stress run): passed"), std::string::npos) << summary;
+  EXPECT_NE(summary.find("ASan + UBSan (every test but the slow and gpu labels): clean"), std::string::npos) << summary;
+  EXPECT_NE(summary.find("Fuzzing: FAILED (exit 1, fuzz.log, fuzz/)"), std::string::npos) << summary;
 }
 
 TEST(NightlyGpuScript, WritesEveryResultIntoAnAbsoluteOut) {
