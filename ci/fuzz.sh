@@ -12,7 +12,8 @@
 # are the sum over its jobs.
 # Environment (folders from the caller's folder, absolute or relative):
 #   OUT            output folder (default fuzz-out/ in the repository): summary.md, each job's log
-#                  (logs/), the grown corpora (corpus/), crash, leak, timeout and out-of-memory inputs (crashes/)
+#                  (logs/), the grown corpora (corpus/), crash, leak, timeout and out-of-memory
+#                  inputs (crashes/)
 #   FUZZ_BIN       folder of already built targets: no build (e.g. binaries copied to another host)
 #   FUZZ_WORKERS   parallel jobs (default nproc)
 #   FUZZ_JOBS      jobs per target in nightly mode (default 32)
