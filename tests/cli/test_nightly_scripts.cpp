@@ -53,11 +53,15 @@ struct Gate {
     for (const char* script : {"nightly_cpu.sh", "nightly_gpu.sh", "step.sh"})
       fs::copy_file(fs::path(SAMEBITS_SOURCE_DIR) / "ci" / script, tree / "ci" / script);
     const std::string log = "#!/bin/bash\necho \"$(basename \"$0\") $*\" >> '" + dir.string() + "/runs'\n";
+    // The stand-in's last lines: exit with the status in dir/NAME where that file exists, else 0.
+    const auto exit_from = [&](const std::string& name) {
+      const std::string file = "'" + (dir / name).string() + "'";
+      return "[[ -f " + file + " ]] && exit $(cat " + file + ")\nexit 0\n";
+    };
     write_script(dir / "bin" / "cmake", log);
     write_script(dir / "bin" / "ctest", log + kWriteNamedFiles + "[[ \" $* \" == *' -L slow '* ]] && " +
                                             "printf '522: soak: 10000 of 100000 requests\\n522: soak: RSS 17.0 MiB\\n'\n" +
-                                            "[[ -f '" + dir.string() + "/ctest_rc' ]] && exit $(cat '" + dir.string() +
-                                            "/ctest_rc')\nexit 0\n");
+                                            exit_from("ctest_rc"));
     const std::string samebits = log + "scenario=$(basename \"${3:-x}\" .yaml)\n" + kWriteNamedFiles +
                                  "[[ $1 == info ]] && echo '" + cuda_info + "'\nexit 0\n";
     for (const char* preset : {"cpu", "cuda"}) {
@@ -65,8 +69,7 @@ struct Gate {
       write_script(tree / "build" / preset / "harness" / "samebits", samebits);
     }
     write_script(tree / "ci" / "fuzz.sh", log + "mkdir -p \"$OUT\"; echo '| fuzz_golden | 100 |' > \"$OUT/summary.md\"\n" +
-                                              "[[ -f '" + dir.string() + "/fuzz_rc' ]] && exit $(cat '" + dir.string() +
-                                              "/fuzz_rc')\nexit 0\n");
+                                              exit_from("fuzz_rc"));
     write_script(tree / "ci" / "gpu_sanitizers.sh", log + "echo 'memcheck: 1 of 1 test cases clean' > \"$2/sanitizers.md\"\n");
   }
   ~Gate() { fs::remove_all(dir); }

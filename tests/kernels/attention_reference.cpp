@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "kernels/cpu/cpu_ops.h"
+#include "tests/kernels/reference.h"
 
 namespace samebits::testing {
 
@@ -231,7 +232,7 @@ std::vector<int64_t> chunks_of(int64_t n, int64_t chunk) {
 }
 
 bool bitwise_equal(const std::vector<bf16>& a, const std::vector<bf16>& b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(bf16)) == 0;
+  return a.size() == b.size() && same_bytes(a.data(), b.data(), a.size());
 }
 
 int64_t first_difference(const std::vector<bf16>& a, const std::vector<bf16>& b) {
