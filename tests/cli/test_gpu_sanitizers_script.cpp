@@ -2,8 +2,8 @@
 // stand-in compute-sanitizer and a stand-in test binary (shell scripts written here) play the four
 // outcomes the script must tell apart. A test process killed before it reports (racecheck of an
 // engine test holds ~90 GB of host memory, and a few side by side meet the out-of-memory killer) is
-// KILLED and runs again alone once the others are done; a test that fails is TEST FAILED and is not
-// run again; the exit status is 0 only when every shard ends clean; a sweep stopped by an outer
+// KILLED and runs again alone once the others are done (with one worker it ran alone already and is
+// not run again); a test that fails is TEST FAILED and is not run again; the exit status is 0 only when every shard ends clean; a sweep stopped by an outer
 // time limit stops its shards (each runs in a process group of its own) instead of leaving them to
 // run on into the next step.
 #include <filesystem>
@@ -111,6 +111,23 @@ TEST(GpuSanitizersScript, KilledShardsRunAgainAloneAndFailuresStayFailures) {
   }
   EXPECT_NE(md.find("memcheck: 2 of 4 test cases clean"), std::string::npos) << md;
   EXPECT_NE(read_text((dir / "out" / "sanitizers.log").string()).find("----- run again alone"), std::string::npos);
+  fs::remove_all(dir);
+}
+
+TEST(GpuSanitizersScript, WithOneWorkerAKilledShardRanAloneAndIsNotRunAgain) {
+  const fs::path dir = stand_ins();
+  const auto [o, md] = run_script(dir, 1, "Fake.Clean:Fake.KilledOnce:Fake.KilledAlways");
+  const std::string runs = read_text((dir / "runs").string());
+  EXPECT_EQ(o.code, 1) << o.out << o.err;
+  for (const char* tool : {"memcheck", "racecheck"}) {
+    SCOPED_TRACE(tool);
+    EXPECT_EQ(row(md, tool, "Fake.Clean"), "clean") << md;
+    for (const char* test : {"Fake.KilledOnce", "Fake.KilledAlways"}) {
+      EXPECT_EQ(row(md, tool, test), "KILLED (exit 9 before the test reported; it ran alone, not run again)") << md;
+      EXPECT_EQ(count_runs(runs, std::string(tool) + " " + test), 1) << runs;
+    }
+  }
+  EXPECT_EQ(read_text((dir / "out" / "sanitizers.log").string()).find("----- run again alone"), std::string::npos);
   fs::remove_all(dir);
 }
 
