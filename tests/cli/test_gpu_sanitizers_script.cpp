@@ -3,9 +3,9 @@
 // outcomes the script must tell apart. A test process killed before it reports (racecheck of an
 // engine test holds ~90 GB of host memory, and a few side by side meet the out-of-memory killer) is
 // KILLED and runs again alone once the others are done (with one worker it ran alone already and is
-// not run again); a test that fails is TEST FAILED and is not run again; the exit status is 0 only when every shard ends clean; a sweep stopped by an outer
-// time limit stops its shards (each runs in a process group of its own) instead of leaving them to
-// run on into the next step.
+// not run again); a test that fails is TEST FAILED and is not run again; the exit status is 0 only
+// when every shard ends clean; a sweep stopped by an outer time limit stops its shards (each runs in
+// a process group of its own) instead of leaving them to run on into the next step.
 #include <filesystem>
 #include <string>
 
