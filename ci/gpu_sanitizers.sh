@@ -9,7 +9,8 @@
 # names its case; shards run WORKERS at a time on the one GPU, each under a time limit.
 #   ci/gpu_sanitizers.sh GPU_TESTS_BINARY OUT [WORKERS] [SECONDS_PER_SHARD] [GTEST_FILTER]
 # Writes OUT/sanitizers.md (one row per tool and test: clean, errors, hazards, test failure, killed,
-# crash or time-out; seconds) and OUT/sanitizers.log (every shard's output, one after the other).
+# crash or time-out; seconds; the shard's peak host memory) and OUT/sanitizers.log (every shard's
+# output, one after the other).
 # The mutation suite is left out: it runs the same kernels as the engine tests, 13 times over, and
 # its test-only mutants keep scratch buffers for the life of the process.
 # SANITIZER_DEADLINE (seconds from the start): no shard runs past it; shards not started by then
@@ -21,6 +22,11 @@
 # (GpuScheduleAhead.InvariantModeGivesTheSameBitsWhileDiscardingRows under racecheck, alone on an
 # H100 machine of 128 GiB, 2026-12-07: killed after 234 s; its second run only spent the rest of
 # the deadline).
+# Peak host memory: each shard runs under GNU time (/usr/bin/time, Debian's package time; without
+# it the column reads "-"), whose %M is the largest resident set of the sanitizer and of the test
+# process it waits for, the test's even when a signal ends it (so a KILLED row beside the host's
+# total, printed above the table, says whether the out-of-memory killer is the likely signal). A
+# shard stopped by its time limit ends GNU time with it: "-".
 # SANITIZER_TOOLS: the tools to run (default "memcheck racecheck"; e.g. racecheck alone where only
 # its cases are to be rerun).
 # THIRD_PARTY: racecheck reports hazards inside cuBLASLt's own GEMM kernels (nvjet_sm90_*, which
@@ -69,10 +75,12 @@ trap 'stop_shards; exit 143' TERM INT HUP
 
 # The log of shard TOOL CASE (one file per shard; a case's "/" becomes "_").
 shard_log() { echo "$WORK/$1.${2//\//_}.log"; }
-# One shard: TOOL CASE. Its log ends with a line "result: ..." and "seconds: N".
+# One shard: TOOL CASE. Its log ends with a line "result: ..." and "seconds: N" (and "peak host
+# memory: X GiB" where GNU time reported it).
 run_shard() {
-  local tool="$1" case="$2" extra=() env=() log start rc result
+  local tool="$1" case="$2" extra=() env=() mem=() log start rc result
   log=$(shard_log "$tool" "$case")
+  [[ -x /usr/bin/time ]] && mem=(/usr/bin/time -f 'peak_kib: %M' -o "$log.mem")
   [[ $tool == memcheck ]] && extra=(--leak-check full)
   [[ $tool == racecheck ]] && env=(SAMEBITS_GPU_SANITIZER_SHAPES=1)
   start=$(date +%s)
@@ -84,7 +92,8 @@ run_shard() {
   fi
   # (timeout leads a process group of its own, which a kill of this script's group does not reach:
   # its pid is kept in WORK while it runs, for stop_shards)
-  env SAMEBITS_REQUIRE_GPU=1 "${env[@]}" timeout --kill-after=15 "$limit" \
+  rm -f "$log.mem"
+  env SAMEBITS_REQUIRE_GPU=1 "${env[@]}" timeout --kill-after=15 "$limit" "${mem[@]}" \
     "$SANITIZER" --tool "$tool" "${extra[@]}" --error-exitcode 3 \
     "$BIN" --gtest_brief=1 --gtest_filter="$case" >"$log" 2>&1 &
   local pid=$!
@@ -120,6 +129,10 @@ run_shard() {
     result=clean
   fi
   printf 'result: %s\nseconds: %d\n' "$result" $(($(date +%s) - start)) >>"$log"
+  local kib
+  kib=$(sed -n 's/^peak_kib: //p' "$log.mem" 2>/dev/null)
+  [[ -n $kib ]] && awk -v k="$kib" 'BEGIN {printf "peak host memory: %.1f GiB\n", k / 1048576}' >>"$log"
+  rm -f "$log.mem"
 }
 START=$(date +%s)
 export -f run_shard shard_log
@@ -151,9 +164,10 @@ done
 status=0
 {
   echo "# compute-sanitizer over the gpu tests ($(basename "$BIN"); $WORKERS shards at a time, ${LIMIT} s each; $(($(date +%s) - START)) s)"
+  awk '/^MemTotal:/ {printf "host memory: %.1f GiB\n", $2 / 1048576}' /proc/meminfo
   echo
-  echo "| tool | test | result | seconds |"
-  echo "|---|---|---|---:|"
+  echo "| tool | test | result | seconds | peak host memory (GiB) |"
+  echo "|---|---|---|---:|---:|"
 } >"$OUT/sanitizers.md"
 : >"$OUT/sanitizers.log"
 for tool in $TOOLS; do
@@ -163,9 +177,10 @@ for tool in $TOOLS; do
     [[ -f $log ]] || echo "result: NOT RUN (deadline)" >"$log"
     result=$(sed -n 's/^result: //p' "$log" | tail -1)
     seconds=$(sed -n 's/^seconds: //p' "$log" | tail -1)
+    peak=$(sed -n 's/^peak host memory: \([0-9.]*\) GiB$/\1/p' "$log" | tail -1)
     total=$((total + 1))
     if [[ $result == clean* ]]; then clean=$((clean + 1)); else status=1; fi
-    echo "| $tool | $case | ${result:-NOT RUN} | ${seconds:-} |" >>"$OUT/sanitizers.md"
+    echo "| $tool | $case | ${result:-NOT RUN} | ${seconds:-} | ${peak:--} |" >>"$OUT/sanitizers.md"
     { echo "===== $tool $case"; cat "$log"; } >>"$OUT/sanitizers.log"
   done <"$WORK/cases"
   echo "$tool: $clean of $total test cases clean" >>"$WORK/totals"

@@ -23,6 +23,8 @@ case "${1:-all}" in
       libgtest-dev libgmock-dev libbenchmark-dev chromium libpng-dev
       # the tests of the Python tools under bench/ (bench/cuda/register_liveness.py, sass_mix.py)
       python3
+      # GNU time: ci/gpu_sanitizers.sh's peak host memory per shard (its test asserts the column)
+      time
       # fuzzing (ci/fuzz.sh, run by .ci/run): clang with libFuzzer, its sanitizer runtimes, OpenMP
       clang-14 libfuzzer-14-dev libclang-rt-14-dev libomp-14-dev
     )

@@ -25,8 +25,9 @@ using testing::write_stand_in_compute_sanitizer;
 // The stand-in tools in dir/bin (compute-sanitizer) and dir (gpu_tests). The test binary lists
 // the suite Fake (Clean, KilledOnce, KilledAlways, Fails; those a filter of names or * selects;
 // Slow only by name); KilledOnce is killed on its first run under each tool (a marker file per
-// tool in dir), KilledAlways on every run; Slow writes its process id to dir/slow.pid and sleeps a
-// minute (as itself: the process that an outer limit must reach).
+// tool in dir), KilledAlways on every run, after a child of its own held ~200 MB (the peak host
+// memory the sweep must report); Slow writes its process id to dir/slow.pid and sleeps a minute (as
+// itself: the process that an outer limit must reach).
 fs::path stand_ins() {
   const fs::path dir = temp_path("sanitizers");
   fs::create_directories(dir / "bin");
@@ -49,7 +50,7 @@ fi
 echo "$FAKE_TOOL $case" >> "$dir/runs"
 case $case in
   Fake.KilledOnce) [[ -f $dir/killed_$FAKE_TOOL ]] || { touch "$dir/killed_$FAKE_TOOL"; exit 9; };;
-  Fake.KilledAlways) exit 9;;
+  Fake.KilledAlways) python3 -c 'x = bytearray(200_000_000)'; exit 9;;
   Fake.Fails) echo "[  FAILED  ] 1 test, listed below:"; exit 1;;
   Fake.Slow) echo $$ > "$dir/slow.pid"; exec sleep 60;;
 esac
@@ -58,13 +59,15 @@ echo "[  PASSED  ] 1 test."
   return dir;
 }
 
-// The result column of a tool's row for a test in sanitizers.md ("" when there is none).
-std::string row(const std::string& md, const std::string& tool, const std::string& test) {
+// Column `column` (0: the result, 1: seconds, 2: peak host memory) of a tool's row for a test in
+// sanitizers.md ("" when there is none).
+std::string row(const std::string& md, const std::string& tool, const std::string& test, int column = 0) {
   const std::string start = "| " + tool + " | " + test + " | ";
-  const size_t at = md.find(start);
-  if (at == std::string::npos) return "";
-  const size_t from = at + start.size();
-  return md.substr(from, md.find(" | ", from) - from);
+  size_t from = md.find(start);
+  if (from == std::string::npos) return "";
+  from += start.size();
+  for (int c = 0; c < column; ++c) from = md.find(" | ", from) + 3;
+  return md.substr(from, md.find(" |", from) - from);
 }
 
 // ci/gpu_sanitizers.sh over the stand-ins in dir (WORKERS at a time, 60 s a shard, FILTER), its
@@ -126,7 +129,13 @@ TEST(GpuSanitizersScript, WithOneWorkerAKilledShardRanAloneAndIsNotRunAgain) {
       EXPECT_EQ(row(md, tool, test), "KILLED (exit 9 before the test reported; it ran alone, not run again)") << md;
       EXPECT_EQ(count_runs(runs, std::string(tool) + " " + test), 1) << runs;
     }
+    // Peak host memory, GNU time's: the test process's child that held 200 MB counts, a signal
+    // ending the test notwithstanding; the bash stand-ins alone stay under 0.1 GiB.
+    EXPECT_GE(std::stod("0" + row(md, tool, "Fake.KilledAlways", 2)), 0.18) << md;
+    EXPECT_LT(std::stod("0" + row(md, tool, "Fake.Clean", 2)), 0.1) << md;
+    EXPECT_NE(row(md, tool, "Fake.Clean", 2), "-") << md;
   }
+  EXPECT_NE(md.find("\nhost memory: "), std::string::npos) << md;
   EXPECT_EQ(read_text((dir / "out" / "sanitizers.log").string()).find("----- run again alone"), std::string::npos);
   fs::remove_all(dir);
 }
