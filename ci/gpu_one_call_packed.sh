@@ -6,7 +6,15 @@
 # nothing runs, exit 3); REQUIRE_CARD= (empty) runs on any card. The device tool brings back only a
 # few files of OUT, so when the call has packed everything into OUT/one_call.tgz the rest of OUT is
 # deleted; a call cut short before that keeps its logs.
-# Exit status: ci/gpu_one_call.sh's; 2 bad arguments or an archive that does not unpack.
+# ON_OTHER_CARD (a bash command line, optional): what to run instead on a card that is not
+# REQUIRE_CARD's, so that a request given another card than it asked for still measures what that
+# card can answer (a sanitizer sweep, a side-by-side bench): run from the repository root with
+# BIN_DIR (the unpacked binaries), OUT and LD_LIBRARY_PATH (BIN_DIR/lib first) set, after the
+# card's line is in OUT/gpu.txt. E.g.
+#   ON_OTHER_CARD='ci/gpu_sanitizers.sh "$BIN_DIR/gpu_tests" "$OUT/san" 1 400 GpuEngine.*' \
+#     ci/gpu_one_call_packed.sh .carry/call.tar.xz "$OUT" 540
+# Exit status: ci/gpu_one_call.sh's (3: another card, nothing run), or ON_OTHER_CARD's where it
+# ran; 2 bad arguments or an archive that does not unpack.
 set -uo pipefail
 usage="usage: ci/gpu_one_call_packed.sh ARCHIVE OUT [SECONDS]"
 (($# >= 2 && $# <= 3)) || { echo "gpu_one_call_packed: $usage" >&2; exit 2; }
@@ -17,5 +25,11 @@ tar -xJf "$1" -C "$work" 2>"$work/tar.err" && [[ -d $work/bm ]] ||
   { echo "gpu_one_call_packed: ARCHIVE $1: does not unpack to bm/ ($(head -1 "$work/tar.err"))" >&2; exit 2; }
 REQUIRE_CARD=${REQUIRE_CARD-H200} "$(dirname "$0")/gpu_one_call.sh" "$work/bm" "$2" ${3:+"$3"}
 rc=$?
+if ((rc == 3)) && [[ -n ${ON_OTHER_CARD:-} ]]; then
+  echo "gpu_one_call_packed: running ON_OTHER_CARD on this card instead: $ON_OTHER_CARD" >&2
+  (cd "$(dirname "$0")/.." && BIN_DIR="$work/bm" OUT="$(cd "$2" && pwd)" \
+    LD_LIBRARY_PATH="$work/bm/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}" bash -c "$ON_OTHER_CARD")
+  rc=$?
+fi
 [[ -s $2/one_call.tgz ]] && find "$2" -mindepth 1 ! -name one_call.tgz -delete
 exit $rc

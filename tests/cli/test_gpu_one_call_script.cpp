@@ -270,7 +270,8 @@ TEST(PackGpuCall, PacksTheExecutablesStrippedWithThePackagesLibraries) {
 }
 
 // From the archive to the call: on an H200 (REQUIRE_CARD's default) every step runs and OUT keeps
-// only the call's own archive; on another card nothing runs and OUT keeps what says which card.
+// only the call's own archive; on another card nothing runs and OUT keeps what says which card, or
+// ON_OTHER_CARD runs instead.
 TEST(PackGpuCall, TheCallRunsFromTheArchiveAndLeavesOnlyItsPack) {
   if (!have_program("python3") || !have_program("xz")) GTEST_SKIP() << "no python3 or xz here";
   Call c;
@@ -295,6 +296,18 @@ TEST(PackGpuCall, TheCallRunsFromTheArchiveAndLeavesOnlyItsPack) {
   EXPECT_EQ(other.code, 3) << other.out << other.err;
   EXPECT_EQ(read_text(c.out / "gpu.txt"), read_text(c.dir / "card"));
   EXPECT_FALSE(fs::exists(c.dir / "runs"));
+  // ON_OTHER_CARD runs there instead, from the repository root, on the unpacked binaries (BIN_DIR,
+  // their lib/ first on LD_LIBRARY_PATH), writing into OUT; its status is the script's.
+  fs::remove_all(c.out);
+  const Outcome instead = c.run_with_stand_ins(
+      "ON_OTHER_CARD='test -f ci/gpu_sanitizers.sh && \"$BIN_DIR/gpu_tests\" --gtest_list_tests > \"$OUT/list\" && "
+      "echo \"${LD_LIBRARY_PATH%%:*}\" > \"$OUT/lib\" && exit 5' " + call);
+  EXPECT_EQ(instead.code, 5) << instead.out << instead.err;
+  EXPECT_NE(instead.err.find("running ON_OTHER_CARD on this card instead"), std::string::npos) << instead.err;
+  EXPECT_EQ(read_text(c.out / "gpu.txt"), read_text(c.dir / "card"));
+  EXPECT_EQ(read_text(c.out / "list"), "GpuRmsNorm.\n  A\nGpuAttentionPrefill.\n  B\n");
+  EXPECT_EQ(fs::path(read_text(c.out / "lib")).filename(), "lib\n");
+  EXPECT_EQ(c.runs().find("bench_cuda"), std::string::npos) << c.runs();  // nothing of the call ran
 }
 
 TEST(PackGpuCall, BadInputIsAOneLineErrorAndWritesNothing) {
