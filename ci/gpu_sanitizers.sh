@@ -92,7 +92,6 @@ run_shard() {
   fi
   # (timeout leads a process group of its own, which a kill of this script's group does not reach:
   # its pid is kept in WORK while it runs, for stop_shards)
-  rm -f "$log.mem"
   env SAMEBITS_REQUIRE_GPU=1 "${env[@]}" timeout --kill-after=15 "$limit" "${mem[@]}" \
     "$SANITIZER" --tool "$tool" "${extra[@]}" --error-exitcode 3 \
     "$BIN" --gtest_brief=1 --gtest_filter="$case" >"$log" 2>&1 &
