@@ -18,6 +18,10 @@ ModelConfig engine_test_config(const std::string& name) {
     c.num_kv_heads = 1;
     c.head_dim = 32;
   }
+  if (name == "tiny-one-layer") {
+    c.name = "tiny-one-layer";
+    c.num_layers = 1;
+  }
   return c;
 }
 

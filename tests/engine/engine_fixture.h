@@ -12,7 +12,9 @@
 
 namespace samebits::testing {
 
-// "tiny" (the builtin) or "micro" (hidden 64, 2 layers: for workloads of thousands of requests).
+// "tiny" (the builtin), "micro" (hidden 64, 2 layers: for workloads of thousands of requests) or
+// "tiny-one-layer" (tiny's shapes and kernels, one layer: about a third of tiny's launches per step;
+// for the GPU schedule-ahead cases under racecheck, which with tiny outgrow a 128 GiB host).
 ModelConfig engine_test_config(const std::string& name);
 // On `backend` (nullptr: the CPU backend).
 std::unique_ptr<Model> make_model(const ModelConfig& config, int num_blocks, int block_size, uint64_t seed = 1,

@@ -134,6 +134,7 @@ void check_invariant_mode_ahead(const std::string& model, const Backend* backend
                 1e3 * t.host_idle_device_seconds / steps, double(t.host_waits) / steps,
                 static_cast<long long>(t.overlapped_steps));
   }
+  std::fflush(stdout);  // under a sanitizer that may be killed in the runs alone, these lines still come out
   EXPECT_EQ(runs.serial.stats.scheduled_ahead_steps, 0);
   EXPECT_GT(s.scheduled_ahead_steps, s.steps / 2);
   EXPECT_GT(s.discarded_rows, 0) << "no request ended by a sampled value while its next row computed";

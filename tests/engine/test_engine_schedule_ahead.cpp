@@ -15,5 +15,13 @@ TEST(EngineScheduleAhead, InvariantModeGivesTheSameBitsWhileDiscardingRows) { ch
 
 TEST(EngineScheduleAhead, DefaultModeKeepsTheScheduleStepForStep) { check_default_mode_ahead("micro", nullptr); }
 
+// The GPU cases' workload under racecheck (tests/gpu/test_gpu_schedule_ahead.cpp): on one layer of
+// tiny it still discards rows, ends requests by EOS and by stop sequences, preempts, hits the prefix
+// cache and chunks prompts, in both modes.
+TEST(EngineScheduleAhead, TheGpuSanitizerWorkloadKeepsEveryEvent) {
+  check_invariant_mode_ahead("tiny-one-layer", nullptr);
+  check_default_mode_ahead("tiny-one-layer", nullptr);
+}
+
 }  // namespace
 }  // namespace samebits::testing

@@ -2,10 +2,14 @@
 // checks of tests/engine/schedule_ahead_case.h on the tiny model (invariant mode: the same bits
 // with rows discarded; default mode: the same schedule step for step; host time and waits per
 // step printed with and without), and the inverse with one ulp planted into invariant mode's
-// large batches.
+// large batches. Under racecheck (sanitizer_shapes()) on tiny-one-layer: tiny's kernels, a third
+// of its launches; with tiny the tool's host memory passed 124 GiB of a 128 GiB host and the case
+// was killed (bench/cuda/notes/checks.md). Its workload keeps every event the checks assert (the
+// CPU tests run the same on tiny-one-layer).
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <string>
 
 #include "tests/engine/schedule_ahead_case.h"
 #include "tests/gpu/gpu_test_support.h"
@@ -14,19 +18,22 @@
 namespace samebits::testing {
 namespace {
 
+// The model of these cases: tiny, or under racecheck tiny-one-layer.
+std::string ahead_model() { return sanitizer_shapes() ? "tiny-one-layer" : "tiny"; }
+
 TEST(GpuScheduleAhead, InvariantModeGivesTheSameBitsWhileDiscardingRows) {
   SAMEBITS_REQUIRE_GPU();
-  check_invariant_mode_ahead("tiny", gpu);
+  check_invariant_mode_ahead(ahead_model(), gpu);
 }
 
 TEST(GpuScheduleAhead, DefaultModeKeepsTheScheduleStepForStep) {
   SAMEBITS_REQUIRE_GPU();
-  check_default_mode_ahead("tiny", gpu);
+  check_default_mode_ahead(ahead_model(), gpu);
 }
 
 TEST(GpuScheduleAhead, StillSeesAPlantedBatchVariance) {
   SAMEBITS_REQUIRE_GPU();
-  check_planted_variance_seen_ahead("tiny", mutant_backend(*gpu, VarianceSource::kOneUlpInLargeBatch));
+  check_planted_variance_seen_ahead(ahead_model(), mutant_backend(*gpu, VarianceSource::kOneUlpInLargeBatch));
 }
 
 }  // namespace

@@ -41,9 +41,11 @@ TEST(MutationSuite, EachOpSweepSeesTheSourceItIsBuiltFor) {
 }
 
 // Scheduling ahead (on by default) hides no batch variance: one ulp planted into invariant
-// mode's large batches still makes requests differ from their runs alone.
+// mode's large batches still makes requests differ from their runs alone; also on the GPU cases'
+// workload under racecheck (tiny-one-layer).
 TEST(MutationSuite, SchedulingAheadStillSeesAPlantedBatchVariance) {
   check_planted_variance_seen_ahead("micro", mutant_backend(cpu_backend(), VarianceSource::kOneUlpInLargeBatch));
+  check_planted_variance_seen_ahead("tiny-one-layer", mutant_backend(cpu_backend(), VarianceSource::kOneUlpInLargeBatch));
 }
 
 // The rule both suites apply: a gate-marginal source needs the op sweep; any other both levels.
