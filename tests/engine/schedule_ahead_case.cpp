@@ -42,10 +42,11 @@ EngineConfig tight_engine(Mode mode) {
 
 }  // namespace
 
-AheadCase make_ahead_case(const std::string& name, Mode mode, const Backend* backend) {
+AheadCase make_ahead_case(const std::string& name, Mode mode, const Backend* backend, bool graphs) {
   AheadCase c;
   ModelConfig config = engine_test_config(name);
   c.engine = tight_engine(mode);
+  c.engine.graphs = graphs;
   c.arrivals = base_arrivals(config.vocab_size);
   // A first run, without stops, shows what each request generates. EOS: the token that most
   // requests generate at an index >= 2 (a first occurrence there ends them mid-flight).
@@ -114,8 +115,8 @@ void expect_same_bits(const RunOutcome& a, const RunOutcome& b, size_t requests)
 
 }  // namespace
 
-void check_invariant_mode_ahead(const std::string& model, const Backend* backend) {
-  AheadCase c = make_ahead_case(model, Mode::kInvariant, backend);
+void check_invariant_mode_ahead(const std::string& model, const Backend* backend, bool graphs) {
+  AheadCase c = make_ahead_case(model, Mode::kInvariant, backend, graphs);
   const AheadRuns runs = run_with_and_without_ahead(c);
   ASSERT_EQ(runs.serial.error, "");
   ASSERT_EQ(runs.ahead.error, "");
@@ -129,10 +130,11 @@ void check_invariant_mode_ahead(const std::string& model, const Backend* backend
   for (const auto* o : {&runs.serial, &runs.ahead}) {
     const EngineStats& t = o->stats;
     const double steps = double(std::max<int64_t>(t.steps, 1));
-    std::printf("[invariant, %s] host %.3f ms/step (%.3f with the device idle), %.2f waits/step, %lld steps overlapped\n",
+    std::printf("[invariant, %s] host %.3f ms/step (%.3f with the device idle), %.2f waits/step, %lld steps overlapped, "
+                "%lld replayed from graphs\n",
                 o == &runs.serial ? "serial" : "ahead", 1e3 * (t.step_seconds - t.host_wait_seconds) / steps,
                 1e3 * t.host_idle_device_seconds / steps, double(t.host_waits) / steps,
-                static_cast<long long>(t.overlapped_steps));
+                static_cast<long long>(t.overlapped_steps), static_cast<long long>(t.graph_replays));
   }
   std::fflush(stdout);  // under a sanitizer that may be killed in the runs alone, these lines still come out
   EXPECT_EQ(runs.serial.stats.scheduled_ahead_steps, 0);
@@ -148,8 +150,8 @@ void check_invariant_mode_ahead(const std::string& model, const Backend* backend
   EXPECT_EQ(requests_differing_from_alone(c, runs.ahead), 0);
 }
 
-void check_default_mode_ahead(const std::string& model, const Backend* backend) {
-  AheadCase c = make_ahead_case(model, Mode::kDefault, backend);
+void check_default_mode_ahead(const std::string& model, const Backend* backend, bool graphs) {
+  AheadCase c = make_ahead_case(model, Mode::kDefault, backend, graphs);
   const AheadRuns runs = run_with_and_without_ahead(c);
   ASSERT_EQ(runs.serial.error, "");
   ASSERT_EQ(runs.ahead.error, "");
@@ -176,8 +178,8 @@ void check_default_mode_ahead(const std::string& model, const Backend* backend) 
   expect_same_bits(runs.serial, runs.ahead, c.arrivals.size());
 }
 
-void check_planted_variance_seen_ahead(const std::string& model, const Backend& planted) {
-  AheadCase c = make_ahead_case(model, Mode::kInvariant, &planted);
+void check_planted_variance_seen_ahead(const std::string& model, const Backend& planted, bool graphs) {
+  AheadCase c = make_ahead_case(model, Mode::kInvariant, &planted, graphs);
   const RunOutcome batched = run_workload(*c.model, c.engine, c.arrivals);
   ASSERT_EQ(batched.error, "");
   EXPECT_GT(batched.stats.scheduled_ahead_steps, 0);

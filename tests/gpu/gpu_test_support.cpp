@@ -15,6 +15,8 @@ bool sanitizer_shapes() {
   return v != nullptr && std::string(v) == "1";
 }
 
+bool engine_graphs() { return !sanitizer_shapes(); }
+
 const Backend* gpu_backend(std::string* why) { return cuda_backend(why); }
 
 template <typename T>

@@ -56,6 +56,14 @@ class DeviceBuffer {
 // chosen so that every kernel route and every assertion of the full list is still exercised.
 bool sanitizer_shapes();
 
+// Whether the engine-level cases replay decode steps from CUDA graphs (EngineConfig::graphs): not
+// under sanitizer_shapes(). Under racecheck every graph replay holds host memory until the process
+// ends (2026-12-07, H100, compute-sanitizer 2025.3.1: a schedule-ahead case grew ~1.5 GB/s to its
+// host's 125.8 GiB and was killed; its planted-variance twin, the same workload on a backend that
+// cannot record graphs, peaked at 2.0 GiB). The graph path keeps its racecheck in GpuGraphs' cases,
+// whose replays are few; the kernels a replay launches are the ones an eager step launches.
+bool engine_graphs();
+
 // `full`, or `reduced` under sanitizer_shapes().
 template <typename T>
 std::vector<T> sweep(std::initializer_list<T> full, std::initializer_list<T> reduced) {
