@@ -14,7 +14,7 @@ namespace samebits::testing {
 
 // "tiny" (the builtin), "micro" (hidden 64, 2 layers: for workloads of thousands of requests) or
 // "tiny-one-layer" (tiny's shapes and kernels, one layer: about a third of tiny's launches per step;
-// for the GPU schedule-ahead cases under racecheck, which with tiny outgrow a 128 GiB host).
+// for the GPU schedule-ahead cases under racecheck, which slows every launch 100-1000x).
 ModelConfig engine_test_config(const std::string& name);
 // On `backend` (nullptr: the CPU backend).
 std::unique_ptr<Model> make_model(const ModelConfig& config, int num_blocks, int block_size, uint64_t seed = 1,

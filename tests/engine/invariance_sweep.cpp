@@ -26,7 +26,6 @@ SweepReport run_invariance_sweep(const Backend& backend, Mode mode, const SweepO
     if (!m) m = make_model(engine_test_config("tiny"), 4096 / c.config.block_size, c.config.block_size, 1, &backend);
     EngineConfig config = c.config;
     config.exec.mode = mode;
-    config.graphs = options.graphs;
     if (!m) {
       RunOutcome failed;
       failed.error = "cannot create the model on backend " + backend.id;

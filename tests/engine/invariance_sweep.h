@@ -24,7 +24,6 @@ struct SweepOptions {
   // preemption, block size, threads): for compute-sanitizer's racecheck, under which one case
   // takes tens of seconds.
   bool one_case_per_kind = false;
-  bool graphs = true;  // EngineConfig::graphs of every case
 };
 
 SweepReport run_invariance_sweep(const Backend& backend, Mode mode, const SweepOptions& options);

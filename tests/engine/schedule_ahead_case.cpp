@@ -42,11 +42,10 @@ EngineConfig tight_engine(Mode mode) {
 
 }  // namespace
 
-AheadCase make_ahead_case(const std::string& name, Mode mode, const Backend* backend, bool graphs) {
+AheadCase make_ahead_case(const std::string& name, Mode mode, const Backend* backend) {
   AheadCase c;
   ModelConfig config = engine_test_config(name);
   c.engine = tight_engine(mode);
-  c.engine.graphs = graphs;
   c.arrivals = base_arrivals(config.vocab_size);
   // A first run, without stops, shows what each request generates. EOS: the token that most
   // requests generate at an index >= 2 (a first occurrence there ends them mid-flight).
@@ -115,8 +114,8 @@ void expect_same_bits(const RunOutcome& a, const RunOutcome& b, size_t requests)
 
 }  // namespace
 
-void check_invariant_mode_ahead(const std::string& model, const Backend* backend, bool graphs) {
-  AheadCase c = make_ahead_case(model, Mode::kInvariant, backend, graphs);
+void check_invariant_mode_ahead(const std::string& model, const Backend* backend) {
+  AheadCase c = make_ahead_case(model, Mode::kInvariant, backend);
   const AheadRuns runs = run_with_and_without_ahead(c);
   ASSERT_EQ(runs.serial.error, "");
   ASSERT_EQ(runs.ahead.error, "");
@@ -150,8 +149,8 @@ void check_invariant_mode_ahead(const std::string& model, const Backend* backend
   EXPECT_EQ(requests_differing_from_alone(c, runs.ahead), 0);
 }
 
-void check_default_mode_ahead(const std::string& model, const Backend* backend, bool graphs) {
-  AheadCase c = make_ahead_case(model, Mode::kDefault, backend, graphs);
+void check_default_mode_ahead(const std::string& model, const Backend* backend) {
+  AheadCase c = make_ahead_case(model, Mode::kDefault, backend);
   const AheadRuns runs = run_with_and_without_ahead(c);
   ASSERT_EQ(runs.serial.error, "");
   ASSERT_EQ(runs.ahead.error, "");
@@ -178,8 +177,8 @@ void check_default_mode_ahead(const std::string& model, const Backend* backend, 
   expect_same_bits(runs.serial, runs.ahead, c.arrivals.size());
 }
 
-void check_planted_variance_seen_ahead(const std::string& model, const Backend& planted, bool graphs) {
-  AheadCase c = make_ahead_case(model, Mode::kInvariant, &planted, graphs);
+void check_planted_variance_seen_ahead(const std::string& model, const Backend& planted) {
+  AheadCase c = make_ahead_case(model, Mode::kInvariant, &planted);
   const RunOutcome batched = run_workload(*c.model, c.engine, c.arrivals);
   ASSERT_EQ(batched.error, "");
   EXPECT_GT(batched.stats.scheduled_ahead_steps, 0);

@@ -17,10 +17,9 @@ struct AheadCase {
   EngineConfig engine;
 };
 
-// On `backend` (nullptr: the CPU backend), with the model config `name` (engine_test_config);
-// `graphs`: EngineConfig::graphs (decode steps replayed from recorded graphs where the backend can).
+// On `backend` (nullptr: the CPU backend), with the model config `name` (engine_test_config).
 // The EOS token and the stop sequences are picked from a first run of the same requests.
-AheadCase make_ahead_case(const std::string& name, Mode mode, const Backend* backend = nullptr, bool graphs = true);
+AheadCase make_ahead_case(const std::string& name, Mode mode, const Backend* backend = nullptr);
 
 struct AheadRuns {
   RunOutcome serial;  // schedule_ahead off
@@ -36,14 +35,14 @@ int requests_differing_from_alone(AheadCase& c, const RunOutcome& batched);
 // Invariant mode: with and without scheduling ahead every token and logit is the same and each
 // request's bits equal its run alone, while rows were discarded, requests ended by EOS and stop
 // sequences mid-flight, and the runs had chunked prefill, prefix hits and preemption.
-void check_invariant_mode_ahead(const std::string& model, const Backend* backend, bool graphs = true);
+void check_invariant_mode_ahead(const std::string& model, const Backend* backend);
 // Default mode: the schedule is the same step for step (records, blocks), the bits too, no row
 // discarded, and some steps (not all: rows that may stop on a sampled value) were scheduled ahead.
-void check_default_mode_ahead(const std::string& model, const Backend* backend, bool graphs = true);
+void check_default_mode_ahead(const std::string& model, const Backend* backend);
 
 // The inverse, on a backend that plants a batch variance into invariant mode (tests/mutation):
 // scheduling ahead on, some request's bits differ from its run alone.
-void check_planted_variance_seen_ahead(const std::string& model, const Backend& planted, bool graphs = true);
+void check_planted_variance_seen_ahead(const std::string& model, const Backend& planted);
 
 // Requests that ended by EOS / by a stop sequence in `o`.
 int finished_by(const RunOutcome& o, FinishReason reason);

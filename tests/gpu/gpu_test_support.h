@@ -56,13 +56,16 @@ class DeviceBuffer {
 // chosen so that every kernel route and every assertion of the full list is still exercised.
 bool sanitizer_shapes();
 
-// Whether the engine-level cases replay decode steps from CUDA graphs (EngineConfig::graphs): not
-// under sanitizer_shapes(). Under racecheck every graph replay holds host memory until the process
-// ends (2026-12-07, H100, compute-sanitizer 2025.3.1: a schedule-ahead case grew ~1.5 GB/s to its
-// host's 125.8 GiB and was killed; its planted-variance twin, the same workload on a backend that
-// cannot record graphs, peaked at 2.0 GiB). The graph path keeps its racecheck in GpuGraphs' cases,
-// whose replays are few; the kernels a replay launches are the ones an eager step launches.
-bool engine_graphs();
+// The backend of the engine-level cases (GpuEngine, GpuScheduleAhead): `gpu`, or under
+// sanitizer_shapes() a copy without mark / wait_mark, so that the model waits for each step with
+// synchronize (a stream synchronize) instead of an event. Under racecheck these cases' host memory
+// grew with every step until the out-of-memory killer ended them (2026-12-07, H100, compute-sanitizer
+// 2025.3.1: ~1 GB/s, the host's 125.8 GiB in about two minutes, with CUDA graphs or without), while
+// the planted-variance case, the same workload through a backend whose logits pass a stream
+// synchronize and a blocking copy every step, stayed at 2.0 GiB. Whether a stream synchronize per
+// step keeps these cases as low is to be measured (bench/cuda/notes/checks.md). Racecheck loses
+// nothing by it: a mark is an event, not a kernel, and the tool serialises the steps anyway.
+const Backend& engine_backend(const Backend& gpu);
 
 // `full`, or `reduced` under sanitizer_shapes().
 template <typename T>

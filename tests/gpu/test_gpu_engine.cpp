@@ -3,7 +3,7 @@
 // mode: every target's tokens and fp32 logits bitwise equal to the target served alone. The
 // inverse: default mode (cuBLASLt, split rows, split-KV count) must differ somewhere in the same sweep.
 // Under racecheck (sanitizer_shapes()) both run one case of each kind, default mode only up to its first
-// differing case, and without graphs (engine_graphs() says why).
+// differing case, on engine_backend (gpu_test_support.h says why).
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -18,8 +18,7 @@ TEST(GpuEngine, InvariantModeIsBitwiseIdenticalAcrossTheSweep) {
   SAMEBITS_REQUIRE_GPU();
   SweepOptions options;
   options.one_case_per_kind = sanitizer_shapes();  // racecheck: one case of each kind
-  options.graphs = engine_graphs();
-  SweepReport r = run_invariance_sweep(*gpu, Mode::kInvariant, options);
+  SweepReport r = run_invariance_sweep(engine_backend(*gpu), Mode::kInvariant, options);
   std::printf("[cuda invariant] %d of %d cases differ from the targets served alone%s%s\n", r.cases_differing,
               r.cases_run, r.first_differing.empty() ? "" : "; first: ", r.first_differing.c_str());
   ASSERT_EQ(r.error, "");
@@ -35,11 +34,10 @@ TEST(GpuEngine, DefaultModeDiffersSomewhereInTheSameSweep) {
   SweepOptions options;
   options.thread_cases = false;  // the thread count is not a CUDA variable
   options.one_case_per_kind = sanitizer_shapes();
-  options.graphs = engine_graphs();
   // Racecheck: the assertion needs one differing case, and default-mode linear runs cuBLASLt's
   // kernels, which racecheck slows most; the full run still reports the count over the sweep.
   options.stop_at_first_difference = sanitizer_shapes();
-  SweepReport r = run_invariance_sweep(*gpu, Mode::kDefault, options);
+  SweepReport r = run_invariance_sweep(engine_backend(*gpu), Mode::kDefault, options);
   std::printf("[cuda default] %d of %d cases differ from the targets served alone%s%s\n", r.cases_differing,
               r.cases_run, r.first_differing.empty() ? "" : "; first: ", r.first_differing.c_str());
   ASSERT_EQ(r.error, "");

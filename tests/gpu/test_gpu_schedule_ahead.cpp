@@ -2,9 +2,9 @@
 // checks of tests/engine/schedule_ahead_case.h on the tiny model (invariant mode: the same bits
 // with rows discarded; default mode: the same schedule step for step; host time and waits per
 // step printed with and without), and the inverse with one ulp planted into invariant mode's
-// large batches. Under racecheck (sanitizer_shapes()) without graphs (engine_graphs() says why) and
-// on tiny-one-layer: tiny's kernels with a third of its launches, which racecheck slows most. That
-// workload keeps every event the checks assert (the CPU tests run it too).
+// large batches. Under racecheck (sanitizer_shapes()) on tiny-one-layer (tiny's kernels with a third
+// of its launches, which the tool slows 100-1000x; the CPU tests check that its workload keeps every
+// event asserted here) and on engine_backend (gpu_test_support.h says why).
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -22,18 +22,17 @@ std::string ahead_model() { return sanitizer_shapes() ? "tiny-one-layer" : "tiny
 
 TEST(GpuScheduleAhead, InvariantModeGivesTheSameBitsWhileDiscardingRows) {
   SAMEBITS_REQUIRE_GPU();
-  check_invariant_mode_ahead(ahead_model(), gpu, engine_graphs());
+  check_invariant_mode_ahead(ahead_model(), &engine_backend(*gpu));
 }
 
 TEST(GpuScheduleAhead, DefaultModeKeepsTheScheduleStepForStep) {
   SAMEBITS_REQUIRE_GPU();
-  check_default_mode_ahead(ahead_model(), gpu, engine_graphs());
+  check_default_mode_ahead(ahead_model(), &engine_backend(*gpu));
 }
 
 TEST(GpuScheduleAhead, StillSeesAPlantedBatchVariance) {
   SAMEBITS_REQUIRE_GPU();
-  check_planted_variance_seen_ahead(ahead_model(), mutant_backend(*gpu, VarianceSource::kOneUlpInLargeBatch),
-                                    engine_graphs());
+  check_planted_variance_seen_ahead(ahead_model(), mutant_backend(*gpu, VarianceSource::kOneUlpInLargeBatch));
 }
 
 }  // namespace
