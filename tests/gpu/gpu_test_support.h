@@ -60,7 +60,7 @@ bool sanitizer_shapes();
 // sanitizer_shapes() a copy without mark / wait_mark, so that the model waits for each step with
 // synchronize (a stream synchronize) instead of an event. Under racecheck these cases' host memory
 // grew with every step until the out-of-memory killer ended them (2026-12-07, H100, compute-sanitizer
-// 2025.3.1: ~1 GB/s, the host's 125.8 GiB in about two minutes, with CUDA graphs or without), while
+// 2025.3.1: ~1.5 GB/s, the host's 125.8 GiB in about two minutes, with CUDA graphs or without), while
 // the planted-variance case, the same workload through a backend whose logits pass a stream
 // synchronize and a blocking copy every step, stayed at 2.0 GiB. Whether a stream synchronize per
 // step keeps these cases as low is to be measured (bench/cuda/notes/checks.md). Racecheck loses
