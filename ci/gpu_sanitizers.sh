@@ -16,8 +16,10 @@
 # SANITIZER_DEADLINE (seconds from the start): no shard runs past it; shards not started by then
 # are reported NOT RUN (for a run that must end by a given time).
 # KILLED: the test process ended by a signal before its tests reported (racecheck of an engine test
-# holds ~90 GB of host memory, H200 machine, 2026-12-03: a few of them side by side meet the host's
-# out-of-memory killer); such shards run again one at a time once the others are done. With
+# held ~90 GB of host memory, H200 machine, 2026-12-03: a few of them side by side met the host's
+# out-of-memory killer; since the engine tests under racecheck wait for their steps by a stream
+# synchronize, 2-20 GB: tests/gpu/gpu_test_support.h); such shards run again one at a time once the
+# others are done. With
 # WORKERS=1 every shard already ran alone, so a KILLED one is reported as such and not run again
 # (GpuScheduleAhead.InvariantModeGivesTheSameBitsWhileDiscardingRows under racecheck, alone on an
 # H100 machine of 128 GiB, 2026-12-07: killed after 234 s; its second run only spent the rest of

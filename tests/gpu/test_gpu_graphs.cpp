@@ -11,7 +11,8 @@
 //   - the engine: the same workload with and without graphs gives the same tokens and logits.
 // And the engine's overlap (EngineConfig::overlap): the same workload with and without it gives the
 // same schedule, tokens and logits, and with it the host work of steps runs while the device
-// computes them (counted by Backend::busy), without it never.
+// computes them (counted by Backend::busy), without it never. The two engine cases run on
+// engine_backend (gpu_test_support.h says why).
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -209,7 +210,7 @@ void expect_same_observed(const RunOutcome& a, const RunOutcome& b, size_t n) {
 
 TEST(GpuGraphs, EngineGivesTheSameBitsWithAndWithoutGraphs) {
   SAMEBITS_REQUIRE_GPU();
-  auto model = make_model(engine_test_config("tiny"), 512, 16, 1, gpu);
+  auto model = make_model(engine_test_config("tiny"), 512, 16, 1, &engine_backend(*gpu));
   ASSERT_NE(model, nullptr);
   const std::vector<Arrival> arrivals = grouped_arrivals(model->config().vocab_size);
   // Under racecheck invariant mode alone: the graph path is the same in both modes, and default
@@ -231,7 +232,7 @@ TEST(GpuGraphs, EngineGivesTheSameBitsWithAndWithoutGraphs) {
 
 TEST(GpuEngineOverlap, SameScheduleAndBitsWithAndWithoutAndTheHostWorkOverlaps) {
   SAMEBITS_REQUIRE_GPU();
-  auto model = make_model(engine_test_config("tiny"), 512, 16, 1, gpu);
+  auto model = make_model(engine_test_config("tiny"), 512, 16, 1, &engine_backend(*gpu));
   ASSERT_NE(model, nullptr);
   const std::vector<Arrival> arrivals = grouped_arrivals(model->config().vocab_size);
   for (const Mode mode : sweep<Mode>({Mode::kInvariant, Mode::kDefault}, {Mode::kInvariant})) {
