@@ -58,12 +58,13 @@ bool sanitizer_shapes();
 
 // The backend of the engine-level cases (GpuEngine, GpuScheduleAhead, GpuEngineOverlap and the
 // engine case of GpuGraphs): `gpu`, or under sanitizer_shapes() a copy without mark / wait_mark, so
-// that the model waits for each step with synchronize (a stream synchronize) instead of an event. Under racecheck (compute-sanitizer
-// 2025.3.1) the tool's host memory grows with every step waited for by an event, until the
-// out-of-memory killer ends the case (H100 hosts of 125.8 GiB, 2026-12-07: ~1.5 GB/s alone, the host
-// in about two minutes, with CUDA graphs or without); waited for by a stream synchronize, the same
-// cases stay at 2-20 GiB and finish clean (bench/cuda/notes/checks.md, its last section). Racecheck
-// loses nothing by it: a mark is an event, not a kernel, and the tool serialises the steps anyway.
+// that the model waits for each step with synchronize (a stream synchronize) instead of an event.
+// Under racecheck (compute-sanitizer 2025.3.1) the tool's host memory grows with every step waited
+// for by an event, until the out-of-memory killer ends the case (H100 hosts of 125.8 GiB,
+// 2026-12-07: ~1.5 GB/s alone, the host in about two minutes, with CUDA graphs or without); waited
+// for by a stream synchronize, the same cases stay at 2-20 GiB and finish clean
+// (bench/cuda/notes/checks.md, its last section). Racecheck loses nothing by it: a mark is an event,
+// not a kernel, and the tool serialises the steps anyway.
 const Backend& engine_backend(const Backend& gpu);
 
 // `full`, or `reduced` under sanitizer_shapes().
