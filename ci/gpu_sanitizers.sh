@@ -18,7 +18,7 @@
 # KILLED: the test process ended by a signal before its tests reported (racecheck of an engine test
 # held ~90 GB of host memory, H200 machine, 2026-12-03: a few of them side by side met the host's
 # out-of-memory killer; since the engine tests under racecheck wait for their steps by a stream
-# synchronize, 2-20 GB: tests/gpu/gpu_test_support.h); such shards run again one at a time once the
+# synchronize, 2-20 GiB: tests/gpu/gpu_test_support.h); such shards run again one at a time once the
 # others are done. With WORKERS=1 every shard already ran alone, so a KILLED one is reported as such
 # and not run again (GpuScheduleAhead.InvariantModeGivesTheSameBitsWhileDiscardingRows under
 # racecheck, alone on an H100 machine of 128 GiB, 2026-12-07: killed after 234 s; its second run only
