@@ -1,7 +1,10 @@
 #!/usr/bin/env python3
 """Issue 9's tables from one device call's logs, as bench/cuda/notes/calls.md gives them: prefill,
 decode (graph replays) and mixed fractions in both modes, invariant time over default's, the
-library reference beside them, the matmul's ratio to cuBLASLt, and each target read off the rows.
+library reference beside them, the matmul's ratio to cuBLASLt, and each target read off the rows;
+where the logs hold them, the rows of other invariant split sizes (prefill-split=N, decode-split=N)
+beside the plan's: the contract's one free choice, which moves the decode-small and invariance
+targets in opposite directions (bench/cuda/notes/decode.md).
 
   one_call_tables.py [--sdpa JSON] [--matmul LOG] [--gpu TXT] [--gpu-tests LOG] [--sanitizers MD]
                      [--json OUT] ATTENTION_LOG...
@@ -50,6 +53,11 @@ MODES = ("invariant", "default")
 PREFILL = re.compile(r"^prefill(-cached)?/(invariant|default)/(?:hd=(\d+)/)?chunk=(\d+)(?:/cached=(\d+))?$")
 DECODE = re.compile(r"^decode-graph/(invariant|default)/batch=(\d+)/context=(\d+)$")
 MIXED = re.compile(r"^mixed/(invariant|default)/chunk=(\d+)/decodes=(\d+)/context=(\d+)$")
+# The rows that put invariant mode's fixed split size in place of the plan's (bench_attention.cpp:
+# prefill-split=N, decode-split=N, calls), and the plan's own decode calls beside them.
+PREFILL_SPLIT = re.compile(r"^prefill-split=(\d+)/invariant/chunk=(\d+)$")
+DECODE_SPLIT = re.compile(r"^decode-split=(\d+)/invariant/batch=(\d+)/context=(\d+)$")
+DECODE_CALL = re.compile(r"^decode/(invariant|default)/batch=(\d+)/context=(\d+)$")
 MATMUL = re.compile(r"^geometric-mean throughput ratio invariant/cuBLAS over (\d+) (shapes|burst rows): "
                     r"([0-9.]+); worst ([0-9.]+)$")
 GTEST_OK = re.compile(r"^\[       OK \] (\S+)")
@@ -226,6 +234,52 @@ def mixed_table(rows):
     return lines, cells
 
 
+def split_table(rows, prefill):
+    """Lines of the split-size table (none where the logs have no split rows) and its values:
+    {split label: {"prefill": {chunk: invariant time / default time}, "decode": {(batch, context): frac}}}.
+    Each size's invariant prefill over the plan's default row of the same chunk, its invariant decode
+    calls beside the plan's and default mode's: what another kInvariantAttentionSplit (kernels/plan.h)
+    would give and cost, the issue's decode-small and invariance targets pulling opposite ways."""
+    sizes = {}  # split -> {"prefill": {chunk: us}, "decode": {(batch, context): frac}}
+
+    def entry(table, key):
+        return table.setdefault(key, {"prefill": {}, "decode": {}})
+    for row, (us, frac) in rows.items():
+        m = PREFILL_SPLIT.match(row)
+        if m:
+            entry(sizes, int(m.group(1)))["prefill"][int(m.group(2))] = us
+        m = DECODE_SPLIT.match(row)
+        if m:
+            entry(sizes, int(m.group(1)))["decode"][(int(m.group(2)), int(m.group(3)))] = frac
+    if not sizes:
+        return [], {}
+    fresh = prefill.get((128, None), {})  # (the prefill rows of one chunk over an empty cache)
+    default_us = {c: by["default"][0] for c, by in fresh.items() if "default" in by}
+    labels = {"the plan's": {"prefill": {c: by["invariant"][0] for c, by in fresh.items() if "invariant" in by},
+                             "decode": {}}}
+    labels.update((str(n), sizes[n]) for n in sorted(sizes))
+    entry(labels, "default mode")
+    for row, (_, frac) in rows.items():
+        m = DECODE_CALL.match(row)
+        if m:
+            label = "the plan's" if m.group(1) == "invariant" else "default mode"
+            labels[label]["decode"][(int(m.group(2)), int(m.group(3)))] = frac
+    chunks = sorted({c for v in sizes.values() for c in v["prefill"]})
+    batches = sorted({b for v in sizes.values() for b, _ in v["decode"]})
+    contexts = sorted({x for v in sizes.values() for _, x in v["decode"]})
+    values = {}
+    lines = ["| invariant split | prefill inv / def time, chunk " + " / ".join(map(str, chunks)) + " | " +
+             " | ".join("decode, batch " + " / ".join(map(str, batches)) + f" x {x}" for x in contexts) + " |",
+             "|---" * (2 + len(contexts)) + "|"]
+    for label, v in labels.items():
+        ratio = [v["prefill"][c] / default_us[c] if c in v["prefill"] and c in default_us else None for c in chunks]
+        decode = {key: f for key, f in v["decode"].items() if key[0] in batches and key[1] in contexts}
+        values[label] = {"prefill": {c: r for c, r in zip(chunks, ratio) if r is not None}, "decode": decode}
+        lines.append(f"| {label} | {cell(ratio, '{:.2f}') if label != 'default mode' else '-'} | " +
+                     " | ".join(cell([decode.get((b, x)) for b in batches]) for x in contexts) + " |")
+    return lines, values
+
+
 def verdict(values, ok):
     """(range text, "yes" / "no" / "not measured") of a target's values."""
     if not values:
@@ -287,11 +341,14 @@ def main():
     prefill_lines, prefill = prefill_tables(rows, sdpa)
     decode_lines, decode = decode_table(rows, sdpa)
     mixed_lines, mixed = mixed_table(rows)
+    split_lines, splits = split_table(rows, prefill)
     verdicts = targets(prefill, decode, mixed, matmul)
     text = [f"Device: {checks['device']}", ""] if "device" in checks else []
     text += ["Prefill, fraction of the dense bf16 rate (invariant / default by chunk):", *prefill_lines, "",
             "Decode graph replays, fraction of the copy floor (invariant / default):", *decode_lines, "",
             "Mixed steps, fraction of the larger floor:", *mixed_lines, ""]
+    if split_lines:
+        text += ["Invariant split sizes (calls; decode as fractions of the copy floor):", *split_lines, ""]
     if left_out:
         text += ["Logs left out:", *[f"- {line}" for line in left_out], ""]
     if matmul:
@@ -309,6 +366,9 @@ def main():
     if args.json:
         data = {"rows": {r: {"us": us, "frac": f} for r, (us, f) in rows.items()}, "left_out": left_out,
                 "checks": checks,
+                "split_sizes": {label: {"prefill_time_ratio": {str(c): r for c, r in v["prefill"].items()},
+                                        "decode": {f"batch={b}/context={x}": f for (b, x), f in v["decode"].items()}}
+                                for label, v in splits.items()},
                 "targets": {key: {"target": words, "values": values, "met": met}
                             for key, words, (values, met) in verdicts}}
         try:

@@ -124,6 +124,47 @@ TEST(OneCallTables, TablesOfTheBestRowsWithTheLibraryAndTheTargets) {
   EXPECT_NE(squeeze(written).find("\"prefill/invariant/chunk=4096\": {\n \"us\": 270.0,"), std::string::npos)
       << written;
   EXPECT_NE(written.find("\"met\": \"yes\""), std::string::npos) << written;
+  EXPECT_EQ(out.find("Invariant split sizes"), std::string::npos) << r.out;  // (no split rows in these logs)
+}
+
+// The split-size table: each size's invariant prefill time over the plan's default row of the same
+// chunk, its decode calls beside the plan's and default mode's; graph replays, head_dim 64 and the
+// split-count rows stay out of it. Without split rows there is no table (the test above).
+TEST(OneCallTables, SplitSizesBesideThePlanAndDefaultMode) {
+  if (!have_program("python3")) GTEST_SKIP() << "no python3 on this machine";
+  Call c;
+  const std::string log = c.file(
+      "split.log", bench_log(passing_rows() +
+                             "prefill-split=512/invariant/chunk=1024 19.95 1 0.55\n"
+                             "prefill-split=512/invariant/chunk=4096 319.0 1 0.47\n"
+                             "prefill-split=1024/invariant/chunk=4096 304.5 1 0.50\n"
+                             "decode-split=512/invariant/batch=1/context=2048 12.0 1 0.160\n"
+                             "decode-split=512/invariant/batch=16/context=2048 39.0 1 0.810\n"
+                             "decode-split=512-graph/invariant/batch=1/context=2048 9.0 1 0.300\n"
+                             "decode-split-count=8-graph/default/batch=1/context=2048 9.0 1 0.310\n"
+                             "decode/invariant/batch=1/context=2048 8.0 1 0.240\n"
+                             "decode/invariant/hd=64/batch=1/context=2048 5.0 1 0.190\n"
+                             "decode/default/batch=1/context=2048 9.0 1 0.210\n"
+                             "decode/default/batch=16/context=2048 40.0 1 0.780\n"));
+  const std::string json = c.dir + "/s.json";
+  const Outcome r = Call::run("--json " + json + " " + log);
+  ASSERT_EQ(r.code, 0) << r.err;
+  const std::string out = squeeze(r.out);
+  EXPECT_NE(out.find("| invariant split | prefill inv / def time, chunk 1024 / 4096 | decode, batch 1 / 16 x 2048 |"),
+            std::string::npos)
+      << r.out;
+  // The plan's: 20 / 19 = 1.05 and 300 / 290 = 1.03; 512: 19.95 / 19 = 1.05, 319 / 290 = 1.10;
+  // 1024: 304.5 / 290 = 1.05, no chunk 1024 row.
+  EXPECT_NE(out.find("| the plan's | 1.05 / 1.03 | 0.240 / - |"), std::string::npos) << r.out;
+  EXPECT_NE(out.find("| 512 | 1.05 / 1.10 | 0.160 / 0.810 |"), std::string::npos) << r.out;
+  EXPECT_NE(out.find("| 1024 | - / 1.05 | - / - |"), std::string::npos) << r.out;
+  EXPECT_NE(out.find("| default mode | - | 0.210 / 0.780 |"), std::string::npos) << r.out;
+  EXPECT_EQ(out.find("| 512-graph"), std::string::npos) << r.out;
+  // The targets read the plan's rows only: the split rows change no verdict.
+  EXPECT_NE(out.find("within 10% of default's (chunks >= 1024) | 1.034-1.053 | yes |"), std::string::npos) << r.out;
+  const std::string written = squeeze(read_text(json));
+  EXPECT_NE(written.find("\"512\": {\n \"prefill_time_ratio\": {\n \"1024\": 1.05"), std::string::npos) << written;
+  EXPECT_NE(written.find("\"batch=16/context=2048\": 0.81"), std::string::npos) << written;
 }
 
 // The inverse: one row across its target's line turns that verdict to "no" and no other; a target
