@@ -19,7 +19,7 @@
 // graph replays: decode-split=64|128-graph on the automatic route, -segment on the segment kernel;
 // decode-split-count=8|16-graph|-segment: default mode with that split count, batch 1 and 4 x 2048)
 // (prefill-split=64|128|512|1024|8192 likewise: the larger ones show what the 256-key segment ends
-// cost);
+// cost; prefill-cached-split=512|1024 the same over 2048 cached keys, head_dim 128 and 64);
 // decode-items=4|16: default mode planned for that many items per unit instead of 8;
 // decode-64row-graph: the 64-row kernel forced on short contexts, graph replays;
 // decode-step: batch 1 and 4 after the engine step's kernel before attention (qkv_prep,
@@ -76,6 +76,7 @@ namespace samebits::bench {
 namespace {
 
 constexpr int kHq = 32, kHkv = 8, kBlock = 16;
+constexpr int64_t kCachedPrefix = 2048;  // the prefill-cached rows' prefix, in keys
 constexpr double kTensorPeak = 989e12;
 
 struct Batch {
@@ -609,24 +610,24 @@ int main(int argc, char** argv) {
                                    [=](benchmark::State& st) { run(st, mode, 1, chunk, chunk, 128); })
           ->UseManualTime()->Iterations(5)->Unit(benchmark::kMicrosecond);
     }
-    constexpr int64_t kPrefix = 2048;
     for (int hd : {128, 64}) {
       for (int64_t chunk : {256, 1024, 4096}) {
         for (AttentionRoute route : {AttentionRoute::kAuto, AttentionRoute::kGeneralOnly}) {
           if (route == AttentionRoute::kGeneralOnly && hd == 64) continue;
           const char* kernel = route == AttentionRoute::kAuto ? "prefill-cached/" : "prefill-64row/";
           benchmark::RegisterBenchmark(
-              absl::StrCat(kernel, m, "/", hd == 128 ? "" : "hd=64/", "chunk=", chunk, "/cached=", kPrefix).c_str(),
-              [=](benchmark::State& st) { run(st, mode, 1, kPrefix + chunk, chunk, hd, false, route); })
+              absl::StrCat(kernel, m, "/", hd == 128 ? "" : "hd=64/", "chunk=", chunk, "/cached=", kCachedPrefix)
+                  .c_str(),
+              [=](benchmark::State& st) { run(st, mode, 1, kCachedPrefix + chunk, chunk, hd, false, route); })
               ->UseManualTime()
               ->Iterations(5)
               ->Unit(benchmark::kMicrosecond);
         }
         if (hd == 128 && chunk >= 1024) {  // the same keys, no two pages in consecutive blocks
           benchmark::RegisterBenchmark(
-              absl::StrCat("prefill-pages-apart/", m, "/chunk=", chunk, "/cached=", kPrefix).c_str(),
+              absl::StrCat("prefill-pages-apart/", m, "/chunk=", chunk, "/cached=", kCachedPrefix).c_str(),
               [=](benchmark::State& st) {
-                run(st, mode, 1, kPrefix + chunk, chunk, hd, false, AttentionRoute::kAuto, Burst::kPagesApart);
+                run(st, mode, 1, kCachedPrefix + chunk, chunk, hd, false, AttentionRoute::kAuto, Burst::kPagesApart);
               })
               ->UseManualTime()
               ->Iterations(5)
@@ -756,6 +757,20 @@ int main(int argc, char** argv) {
       add(absl::StrCat("prefill-split=", split, "/invariant/chunk=", chunk), [=](benchmark::State& st) {
         run(st, Mode::kInvariant, 1, chunk, chunk, 128, false, AttentionRoute::kAuto, Burst::kNone, split);
       });
+    }
+  }
+  // The larger splits over a cached prefix too (head_dim 128 and 64), where invariant prefill's
+  // rows pay segment ends over the prefix's keys as well: the rows the invariance target also reads.
+  for (int split : {512, 1024}) {
+    for (int hd : {128, 64}) {
+      for (int64_t chunk : {1024, 4096}) {
+        add(absl::StrCat("prefill-cached-split=", split, "/invariant/", hd == 128 ? "" : "hd=64/", "chunk=", chunk,
+                         "/cached=", kCachedPrefix),
+            [=](benchmark::State& st) {
+              run(st, Mode::kInvariant, 1, kCachedPrefix + chunk, chunk, hd, false, AttentionRoute::kAuto, Burst::kNone,
+                  split);
+            });
+      }
     }
   }
   // Default mode planned for other items per unit than kDefaultSplitItemsPerUnit (8): the units

@@ -55,7 +55,7 @@ DECODE = re.compile(r"^decode-graph/(invariant|default)/batch=(\d+)/context=(\d+
 MIXED = re.compile(r"^mixed/(invariant|default)/chunk=(\d+)/decodes=(\d+)/context=(\d+)$")
 # The rows that put invariant mode's fixed split size in place of the plan's (bench_attention.cpp:
 # prefill-split=N, decode-split=N, calls), and the plan's own decode calls beside them.
-PREFILL_SPLIT = re.compile(r"^prefill-split=(\d+)/invariant/chunk=(\d+)$")
+PREFILL_SPLIT = re.compile(r"^prefill(-cached)?-split=(\d+)/invariant/(?:hd=(\d+)/)?chunk=(\d+)(?:/cached=(\d+))?$")
 DECODE_SPLIT = re.compile(r"^decode-split=(\d+)/invariant/batch=(\d+)/context=(\d+)$")
 DECODE_CALL = re.compile(r"^decode/(invariant|default)/batch=(\d+)/context=(\d+)$")
 MATMUL = re.compile(r"^geometric-mean throughput ratio invariant/cuBLAS over (\d+) (shapes|burst rows): "
@@ -192,8 +192,7 @@ def prefill_tables(rows, sdpa):
     lines = ["| rows | invariant | default | inv / def time | cuDNN | FlashAttention 2 |", "|---|---|---|---|---|---|"]
     for (hd, cached), chunks in sorted(kinds.items(), key=lambda k: (-k[0][0], k[0][1] or 0)):
         order = sorted(chunks)
-        label = ((f"head_dim {hd} " if hd != 128 else "") + (f"over {cached} cached, " if cached else "") +
-                 "chunk " + " / ".join(map(str, order)))
+        label = prefill_label(hd, cached) + "chunk " + " / ".join(map(str, order))
         frac = {mode: [chunks[c][mode][1] if mode in chunks[c] else None for c in order] for mode in MODES}
         ratio = [time_ratio(chunks[c]) for c in order]
         hd_part = f"hd={hd}/" if hd != 128 else ""
@@ -234,29 +233,35 @@ def mixed_table(rows):
     return lines, cells
 
 
+def prefill_label(hd, cached):
+    """A prefill kind's words in the tables: "head_dim 64 over 2048 cached, " and the like."""
+    return (f"head_dim {hd} " if hd != 128 else "") + (f"over {cached} cached, " if cached else "")
+
+
 def split_table(rows, prefill):
     """Lines of the split-size table (none where the logs have no split rows) and its values:
-    {split label: {"prefill": {chunk: invariant time / default time}, "decode": {(batch, context): frac}}}.
-    Each size's invariant prefill over the plan's default row of the same chunk, its invariant decode
-    calls beside the plan's and default mode's: what another kInvariantAttentionSplit (kernels/plan.h)
-    would give and cost, the issue's decode-small and invariance targets pulling opposite ways."""
-    sizes = {}  # split -> {"prefill": {chunk: us}, "decode": {(batch, context): frac}}
+    {split label: {"prefill": {(head_dim, cached keys or None, chunk): invariant time / default time},
+    "decode": {(batch, context): frac}}}. Each size's invariant prefill over the plan's default row of
+    the same kind and chunk, its invariant decode calls beside the plan's and default mode's: what
+    another kInvariantAttentionSplit (kernels/plan.h) would give and cost, the issue's decode-small
+    and invariance targets pulling opposite ways."""
+    sizes = {}  # split -> {"prefill": {(hd, cached, chunk): us}, "decode": {(batch, context): frac}}
 
     def entry(table, key):
         return table.setdefault(key, {"prefill": {}, "decode": {}})
     for row, (us, frac) in rows.items():
         m = PREFILL_SPLIT.match(row)
         if m:
-            entry(sizes, int(m.group(1)))["prefill"][int(m.group(2))] = us
+            cached = int(m.group(5)) if m.group(1) else None
+            entry(sizes, int(m.group(2)))["prefill"][(int(m.group(3) or 128), cached, int(m.group(4)))] = us
         m = DECODE_SPLIT.match(row)
         if m:
             entry(sizes, int(m.group(1)))["decode"][(int(m.group(2)), int(m.group(3)))] = frac
     if not sizes:
         return [], {}
-    fresh = prefill.get((128, None), {})  # (the prefill rows of one chunk over an empty cache)
-    default_us = {c: by["default"][0] for c, by in fresh.items() if "default" in by}
-    labels = {"the plan's": {"prefill": {c: by["invariant"][0] for c, by in fresh.items() if "invariant" in by},
-                             "decode": {}}}
+    plan = {mode: {(hd, cached, c): by[mode][0] for (hd, cached), chunks in prefill.items()
+                   for c, by in chunks.items() if mode in by} for mode in MODES}
+    labels = {"the plan's": {"prefill": plan["invariant"], "decode": {}}}
     labels.update((str(n), sizes[n]) for n in sorted(sizes))
     entry(labels, "default mode")
     for row, (_, frac) in rows.items():
@@ -264,19 +269,26 @@ def split_table(rows, prefill):
         if m:
             label = "the plan's" if m.group(1) == "invariant" else "default mode"
             labels[label]["decode"][(int(m.group(2)), int(m.group(3)))] = frac
-    chunks = sorted({c for v in sizes.values() for c in v["prefill"]})
+    keys = {k for v in sizes.values() for k in v["prefill"]}
+    kinds = sorted({(hd, cached) for hd, cached, _ in keys}, key=lambda k: (-k[0], k[1] or 0))
+    chunks = {kind: sorted(c for hd, cached, c in keys if (hd, cached) == kind) for kind in kinds}
     batches = sorted({b for v in sizes.values() for b, _ in v["decode"]})
     contexts = sorted({x for v in sizes.values() for _, x in v["decode"]})
     values = {}
-    lines = ["| invariant split | prefill inv / def time, chunk " + " / ".join(map(str, chunks)) + " | " +
-             " | ".join("decode, batch " + " / ".join(map(str, batches)) + f" x {x}" for x in contexts) + " |",
-             "|---" * (2 + len(contexts)) + "|"]
+    lines = ["| invariant split | " + " | ".join(f"prefill inv / def time, {prefill_label(*kind)}chunk " +
+                                               " / ".join(map(str, chunks[kind])) for kind in kinds) +
+             "".join(" | decode, batch " + " / ".join(map(str, batches)) + f" x {x}" for x in contexts) + " |",
+             "|---" * (1 + len(kinds) + len(contexts)) + "|"]
     for label, v in labels.items():
-        ratio = [v["prefill"][c] / default_us[c] if c in v["prefill"] and c in default_us else None for c in chunks]
+        ratio = {kind: [v["prefill"][(*kind, c)] / plan["default"][(*kind, c)]
+                        if (*kind, c) in v["prefill"] and (*kind, c) in plan["default"] else None
+                        for c in chunks[kind]] for kind in kinds}
         decode = {key: f for key, f in v["decode"].items() if key[0] in batches and key[1] in contexts}
-        values[label] = {"prefill": {c: r for c, r in zip(chunks, ratio) if r is not None}, "decode": decode}
-        lines.append(f"| {label} | {cell(ratio, '{:.2f}') if label != 'default mode' else '-'} | " +
-                     " | ".join(cell([decode.get((b, x)) for b in batches]) for x in contexts) + " |")
+        values[label] = {"prefill": {(*kind, c): r for kind in kinds for c, r in zip(chunks[kind], ratio[kind])
+                                     if r is not None}, "decode": decode}
+        cells = ["-" if label == "default mode" else cell(ratio[kind], "{:.2f}") for kind in kinds]
+        cells += [cell([decode.get((b, x)) for b in batches]) for x in contexts]
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
     return lines, values
 
 
@@ -366,7 +378,9 @@ def main():
     if args.json:
         data = {"rows": {r: {"us": us, "frac": f} for r, (us, f) in rows.items()}, "left_out": left_out,
                 "checks": checks,
-                "split_sizes": {label: {"prefill_time_ratio": {str(c): r for c, r in v["prefill"].items()},
+                "split_sizes": {label: {"prefill_time_ratio": {f"{'' if hd == 128 else f'hd={hd}/'}chunk={c}"
+                                                               f"{f'/cached={k}' if k else ''}": r
+                                                               for (hd, k, c), r in v["prefill"].items()},
                                         "decode": {f"batch={b}/context={x}": f for (b, x), f in v["decode"].items()}}
                                 for label, v in splits.items()},
                 "targets": {key: {"target": words, "values": values, "met": met}

@@ -138,6 +138,7 @@ TEST(OneCallTables, SplitSizesBesideThePlanAndDefaultMode) {
                              "prefill-split=512/invariant/chunk=1024 19.95 1 0.55\n"
                              "prefill-split=512/invariant/chunk=4096 319.0 1 0.47\n"
                              "prefill-split=1024/invariant/chunk=4096 304.5 1 0.50\n"
+                             "prefill-cached-split=512/invariant/hd=64/chunk=1024/cached=2048 49.0 1 0.31\n"
                              "decode-split=512/invariant/batch=1/context=2048 12.0 1 0.160\n"
                              "decode-split=512/invariant/batch=16/context=2048 39.0 1 0.810\n"
                              "decode-split=512-graph/invariant/batch=1/context=2048 9.0 1 0.300\n"
@@ -150,20 +151,23 @@ TEST(OneCallTables, SplitSizesBesideThePlanAndDefaultMode) {
   const Outcome r = Call::run("--json " + json + " " + log);
   ASSERT_EQ(r.code, 0) << r.err;
   const std::string out = squeeze(r.out);
-  EXPECT_NE(out.find("| invariant split | prefill inv / def time, chunk 1024 / 4096 | decode, batch 1 / 16 x 2048 |"),
+  EXPECT_NE(out.find("| invariant split | prefill inv / def time, chunk 1024 / 4096 | prefill inv / def time, head_dim "
+                     "64 over 2048 cached, chunk 1024 | decode, batch 1 / 16 x 2048 |"),
             std::string::npos)
       << r.out;
-  // The plan's: 20 / 19 = 1.05 and 300 / 290 = 1.03; 512: 19.95 / 19 = 1.05, 319 / 290 = 1.10;
-  // 1024: 304.5 / 290 = 1.05, no chunk 1024 row.
-  EXPECT_NE(out.find("| the plan's | 1.05 / 1.03 | 0.240 / - |"), std::string::npos) << r.out;
-  EXPECT_NE(out.find("| 512 | 1.05 / 1.10 | 0.160 / 0.810 |"), std::string::npos) << r.out;
-  EXPECT_NE(out.find("| 1024 | - / 1.05 | - / - |"), std::string::npos) << r.out;
-  EXPECT_NE(out.find("| default mode | - | 0.210 / 0.780 |"), std::string::npos) << r.out;
+  // The plan's: 20 / 19 = 1.05 and 300 / 290 = 1.03, over cached keys 50 / 48 = 1.04; 512: 19.95 /
+  // 19 = 1.05, 319 / 290 = 1.10, 49 / 48 = 1.02; 1024: 304.5 / 290 = 1.05, no other prefill row.
+  EXPECT_NE(out.find("| the plan's | 1.05 / 1.03 | 1.04 | 0.240 / - |"), std::string::npos) << r.out;
+  EXPECT_NE(out.find("| 512 | 1.05 / 1.10 | 1.02 | 0.160 / 0.810 |"), std::string::npos) << r.out;
+  EXPECT_NE(out.find("| 1024 | - / 1.05 | - | - / - |"), std::string::npos) << r.out;
+  EXPECT_NE(out.find("| default mode | - | - | 0.210 / 0.780 |"), std::string::npos) << r.out;
   EXPECT_EQ(out.find("| 512-graph"), std::string::npos) << r.out;
   // The targets read the plan's rows only: the split rows change no verdict.
   EXPECT_NE(out.find("within 10% of default's (chunks >= 1024) | 1.034-1.053 | yes |"), std::string::npos) << r.out;
   const std::string written = squeeze(read_text(json));
-  EXPECT_NE(written.find("\"512\": {\n \"prefill_time_ratio\": {\n \"1024\": 1.05"), std::string::npos) << written;
+  EXPECT_NE(written.find("\"512\": {\n \"prefill_time_ratio\": {\n \"chunk=1024\": 1.05"), std::string::npos)
+      << written;
+  EXPECT_NE(written.find("\"hd=64/chunk=1024/cached=2048\": 1.02"), std::string::npos) << written;
   EXPECT_NE(written.find("\"batch=16/context=2048\": 0.81"), std::string::npos) << written;
 }
 
