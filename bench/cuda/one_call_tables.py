@@ -292,6 +292,15 @@ def split_table(rows, prefill):
     return lines, values
 
 
+def split_json(values):
+    """split_table's values with the bench's row words as keys ("hd=64/chunk=1024/cached=2048")."""
+    def prefill_key(hd, cached, chunk):
+        return ("" if hd == 128 else f"hd={hd}/") + f"chunk={chunk}" + (f"/cached={cached}" if cached else "")
+    return {label: {"prefill_time_ratio": {prefill_key(*key): r for key, r in v["prefill"].items()},
+                    "decode": {f"batch={b}/context={x}": f for (b, x), f in v["decode"].items()}}
+            for label, v in values.items()}
+
+
 def verdict(values, ok):
     """(range text, "yes" / "no" / "not measured") of a target's values."""
     if not values:
@@ -378,11 +387,7 @@ def main():
     if args.json:
         data = {"rows": {r: {"us": us, "frac": f} for r, (us, f) in rows.items()}, "left_out": left_out,
                 "checks": checks,
-                "split_sizes": {label: {"prefill_time_ratio": {f"{'' if hd == 128 else f'hd={hd}/'}chunk={c}"
-                                                               f"{f'/cached={k}' if k else ''}": r
-                                                               for (hd, k, c), r in v["prefill"].items()},
-                                        "decode": {f"batch={b}/context={x}": f for (b, x), f in v["decode"].items()}}
-                                for label, v in splits.items()},
+                "split_sizes": split_json(splits),
                 "targets": {key: {"target": words, "values": values, "met": met}
                             for key, words, (values, met) in verdicts}}
         try:
