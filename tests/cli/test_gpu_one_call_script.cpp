@@ -76,8 +76,9 @@ TEST(GpuOneCallScript, RunsEveryStepInOrderAndSumsThemUpBelowTheTables) {
   Call c;
   const Outcome r = c.run("REQUIRE_CARD=H200");
   EXPECT_EQ(r.code, 0) << r.out << r.err;
-  // The benches first, then the short goldens, the tests, the sanitizers, the full golden; the
-  // sanitizers' four shards (each case under each tool) run side by side, in any order.
+  // The benches first, then the short goldens, the tests, the full golden, the sanitizers (last:
+  // they take what is left, up to 200 s); their four shards (each case under each tool) run side
+  // by side, in any order.
   std::string in_turn, shards;
   const std::string runs = c.runs();
   for (size_t at = 0, end; at < runs.size(); at = end + 1) {
@@ -90,15 +91,20 @@ TEST(GpuOneCallScript, RunsEveryStepInOrderAndSumsThemUpBelowTheTables) {
             "samebits golden check scenarios/feynman_ci.yaml --backend cuda --no-progress\n"
             "samebits golden check scenarios/mutation.yaml --backend cuda --no-progress\n"
             "gpu_tests --gtest_filter=-GpuFixedExpf.*\n"
+            "samebits golden check scenarios/feynman.yaml --backend cuda --no-progress\n"
             "gpu_tests --gtest_list_tests --gtest_filter=GpuRmsNorm.*:GpuAttentionPrefill.*:GpuAttentionOutput.*:"
-            "GpuAttention.MixedBatchMatchesCpuBackend:-GpuMutationSuite.*\n"
-            "samebits golden check scenarios/feynman.yaml --backend cuda --no-progress\n");
+            "GpuAttention.MixedBatchMatchesCpuBackend:-GpuMutationSuite.*\n");
   EXPECT_EQ(std::count(shards.begin(), shards.end(), '\n'), 4) << shards;
   const std::string steps = squeeze(read_text(c.out / "steps.txt"));
   for (const char* name : {"attention1", "attention2", "matmul", "sdpa", "golden_feynman_ci", "golden_mutation",
                            "gpu_tests", "sanitizers", "golden_feynman"}) {
     EXPECT_NE(steps.find(std::string(name) + " rc 0 "), std::string::npos) << name << "\n" << steps;
   }
+  // (the sanitizers last, with their full 200 s where the budget leaves them: the default 570 here)
+  const size_t sanitizers = steps.find("sanitizers rc 0 ");
+  ASSERT_NE(sanitizers, std::string::npos) << steps;
+  EXPECT_NE(steps.find("(limit 200 s)", sanitizers), std::string::npos) << steps;
+  EXPECT_EQ(steps.find("golden_feynman ", sanitizers), std::string::npos) << steps;
   const std::string tables = squeeze(read_text(c.out / "tables.md"));
   EXPECT_NE(tables.find("Device: NVIDIA H200\n"), std::string::npos) << tables;
   // (the library's columns from the stand-in torch: 50 us a call, 0.174 of the rate at chunk 1024)
