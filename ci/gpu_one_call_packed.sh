@@ -3,9 +3,8 @@
 #   ci/gpu_one_call_packed.sh ARCHIVE OUT [SECONDS]
 # Unpacks ARCHIVE into a temporary folder and runs ci/gpu_one_call.sh on its bm/ with OUT and
 # SECONDS. REQUIRE_CARD defaults to H200 (the issue's targets are the H200's: on another card
-# nothing runs, exit 3); REQUIRE_CARD= (empty) runs on any card. The device tool brings back only a
-# few files of OUT, so when the call has packed everything into OUT/one_call.tgz the rest of OUT is
-# deleted; a call cut short before that keeps its logs.
+# nothing runs, exit 3); REQUIRE_CARD= (empty) runs on any card. OUT ends as the device machine
+# can return it whole (at the end of this file): one_call.tgz alone, or out.tgz for more than 8 files.
 # ON_OTHER_CARD (a bash command line, optional): what to run instead on a card that is not
 # REQUIRE_CARD's, so that a request given another card than it asked for still measures what that
 # card can answer (a sanitizer sweep, a side-by-side bench): run from the repository root with
@@ -31,5 +30,12 @@ if ((rc == 3)) && [[ -n ${ON_OTHER_CARD:-} ]]; then
     LD_LIBRARY_PATH="$work/bm/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}" bash -c "$ON_OTHER_CARD")
   rc=$?
 fi
-[[ -s $2/one_call.tgz ]] && find "$2" -mindepth 1 ! -name one_call.tgz -delete
+# What OUT keeps for the trip back (the device machine returns at most 8 files of it): the call's
+# own archive alone where it wrote one; otherwise, where OUT holds more than 8 files (an
+# ON_OTHER_CARD run's, a call cut short), all of them packed into OUT/out.tgz.
+if [[ -s $2/one_call.tgz ]]; then
+  find "$2" -mindepth 1 ! -name one_call.tgz -delete
+elif (($(find "$2" -type f | wc -l) > 8)); then
+  tar -czf "$work/out.tgz" -C "$2" . && find "$2" -mindepth 1 -delete && mv "$work/out.tgz" "$2/out.tgz"
+fi
 exit $rc

@@ -314,6 +314,18 @@ TEST(PackGpuCall, TheCallRunsFromTheArchiveAndLeavesOnlyItsPack) {
   EXPECT_EQ(read_text(c.out / "list"), "GpuRmsNorm.\n  A\nGpuAttentionPrefill.\n  B\n");
   EXPECT_EQ(fs::path(read_text(c.out / "lib")).filename(), "lib\n");
   EXPECT_EQ(c.runs().find("bench_cuda"), std::string::npos) << c.runs();  // nothing of the call ran
+  // More than the device machine returns (8 files; here 2 + 7 in a folder): packed into out.tgz,
+  // nothing else left; 8 or fewer stay as they are (above).
+  fs::remove_all(c.out);
+  const Outcome many = c.run_with_stand_ins(
+      "ON_OTHER_CARD='mkdir \"$OUT/h100\" && for i in 1 2 3 4 5 6 7; do echo $i > \"$OUT/h100/log$i\"; done && "
+      "echo x > \"$OUT/list\"' " + call);
+  EXPECT_EQ(many.code, 0) << many.out << many.err;
+  std::vector<std::string> kept;
+  for (const auto& e : fs::directory_iterator(c.out)) kept.push_back(e.path().filename().string());
+  EXPECT_EQ(kept, std::vector<std::string>{"out.tgz"});
+  const std::string inside = run_command("tar -xzOf " + (c.out / "out.tgz").string() + " ./h100/log7 ./gpu.txt").out;
+  EXPECT_EQ(inside, "7\n" + read_text(c.dir / "card")) << inside;
 }
 
 TEST(PackGpuCall, BadInputIsAOneLineErrorAndWritesNothing) {
